@@ -1,0 +1,240 @@
+"""canal-json decoder: TiCDC's output (any version, with or without `_tidb`) and official Canal's.
+
+canal-json carries no table definition, so the decoder rebuilds one from each message (column
+order from `data`, types from `mysqlType`, keys from `pkNames`) and caches it; a DDL on a table
+drops its cached definition, as TiCDC's own decoder does. Lossy points: without `_tidb` the commit
+ts is only `es << 18`; enum/set names are unknown unless `mysqlType` carries the full type.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+from ..compression import decompress
+from ..config import CodecConfig
+from ..ddl import CANAL_DDL_TYPES, action_from_canal
+from ..errors import DecodeError, field_offset
+from ..model import Column, Event, Index, Kind, Row, TableInfo
+from ..mysqltypes import TypeParseError, ValueError_, make_text_parser
+from ..tso import PHYSICAL_SHIFT
+
+_DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
+
+
+class ClaimCheckReader(Protocol):
+    def read(self, location: str) -> bytes: ...
+
+
+class _Shape:
+    """A table as rebuilt from messages, with a text parser per column."""
+
+    __slots__ = ("table", "parsers")
+
+    def __init__(self, table: TableInfo) -> None:
+        self.table = table
+        self.parsers: dict[str, Callable[[str], Any]] = {
+            c.name: make_text_parser(c.type, "latin1") for c in table.columns
+        }
+
+
+class CanalJSONDecoder:
+    def __init__(self, config: CodecConfig | None = None, *, claim_check: ClaimCheckReader | None = None) -> None:
+        self.config = config or CodecConfig()
+        self._claim_check = claim_check
+        self._shapes: dict[tuple, _Shape] = {}
+        self._compression = self.config.large_message_handle_compression
+
+    def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
+        """Events in one message; raises DecodeError naming the field and offset."""
+        if value is None:
+            raise DecodeError("canal-json messages have a value; this one is null", field="value")
+        if self._compression != "none":
+            try:
+                value = decompress(self._compression, value)
+            except ValueError as e:
+                raise DecodeError(str(e), offset=0) from None
+        try:
+            msg = orjson.loads(value)
+        except orjson.JSONDecodeError as e:
+            raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
+        if not isinstance(msg, dict):
+            raise DecodeError("a canal-json message is a JSON object", offset=0)
+        return self._decode_obj(msg, value)
+
+    # ------------------------------------------------------------------------------------------
+    def _fail(self, raw: bytes, fld: str, reason: str) -> DecodeError:
+        return DecodeError(reason, field=fld, offset=field_offset(raw, fld.split(".")[0].split("[")[0]))
+
+    def _decode_obj(self, msg: dict[str, Any], raw: bytes) -> list[Event]:
+        etype = msg.get("type")
+        if not isinstance(etype, str):
+            raise self._fail(raw, "type", "missing or not a string")
+        is_ddl = msg.get("isDdl", False)
+        if not isinstance(is_ddl, bool):
+            raise self._fail(raw, "isDdl", "expected true or false")
+        tidb = msg.get("_tidb")
+        if tidb is not None and not isinstance(tidb, dict):
+            raise self._fail(raw, "_tidb", "expected an object")
+        if is_ddl:
+            return [self._ddl(msg, raw, etype, tidb)]
+        if etype == "TIDB_WATERMARK":
+            wts = (tidb or {}).get("watermarkTs")
+            if not _is_u64(wts):
+                raise self._fail(raw, "_tidb", "a TIDB_WATERMARK message needs _tidb.watermarkTs")
+            return [Event(kind=Kind.WATERMARK, commit_ts=wts)]
+        kind = _DML.get(etype)
+        if kind is None:
+            raise self._fail(raw, "type", f"unknown event type {etype!r}: expected INSERT, UPDATE, DELETE, "
+                             "TIDB_WATERMARK, or a DDL with isDdl=true")
+        if tidb is not None and tidb.get("claimCheckLocation"):
+            return self._claim_checked(tidb["claimCheckLocation"], raw)
+        return self._rows(msg, raw, kind, tidb)
+
+    def _commit_ts(self, msg: dict[str, Any], raw: bytes, tidb: dict | None) -> int:
+        if tidb is not None and "commitTs" in tidb:
+            ts = tidb["commitTs"]
+            if not _is_u64(ts):
+                raise self._fail(raw, "_tidb", "_tidb.commitTs must be an unsigned 64-bit integer")
+            return ts
+        es = msg.get("es", 0)
+        if not isinstance(es, int) or isinstance(es, bool) or es < 0:
+            raise self._fail(raw, "es", "expected a millisecond timestamp")
+        return es << PHYSICAL_SHIFT  # lossy: the logical part of the TSO is not carried
+
+    def _ddl(self, msg: dict[str, Any], raw: bytes, etype: str, tidb: dict | None) -> Event:
+        if etype not in CANAL_DDL_TYPES:
+            raise self._fail(raw, "type", f"unknown DDL type {etype!r}: expected one of "
+                             f"{', '.join(sorted(CANAL_DDL_TYPES))}")
+        query = msg.get("sql")
+        if not isinstance(query, str):
+            raise self._fail(raw, "sql", "a DDL message needs the statement in sql")
+        schema = msg.get("database") or ""
+        table = msg.get("table") or ""
+        if not isinstance(schema, str) or not isinstance(table, str):
+            raise self._fail(raw, "database", "database and table must be strings")
+        action = action_from_canal(etype, query)
+        self._forget(schema, table)
+        t = TableInfo(schema=schema, table=table)
+        ev = Event(kind=Kind.DDL, commit_ts=self._commit_ts(msg, raw, tidb), query=query, ddl_type=action)
+        if action in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
+            ev.pre_table = t
+        else:
+            ev.table = t
+        return ev
+
+    def _forget(self, schema: str, table: str) -> None:
+        for k in [k for k in self._shapes if k[0] == schema and (not table or k[1] == table)]:
+            del self._shapes[k]
+
+    def _shape(self, msg: dict[str, Any], raw: bytes, first: dict[str, Any]) -> _Shape:
+        schema, tname = msg.get("database"), msg.get("table")
+        if not isinstance(schema, str) or not isinstance(tname, str):
+            raise self._fail(raw, "database", "database and table must be strings")
+        mysql_types = msg.get("mysqlType")
+        if not isinstance(mysql_types, dict):
+            raise self._fail(raw, "mysqlType", "a DML message needs mysqlType, an object of column types")
+        pk = msg.get("pkNames") or []
+        if not isinstance(pk, list) or not all(isinstance(n, str) for n in pk):
+            raise self._fail(raw, "pkNames", "expected an array of column names or null")
+        names = list(first)
+        names.extend(n for n in mysql_types if n not in first)
+        key = (schema, tname, tuple((n, mysql_types.get(n)) for n in names), tuple(pk))
+        shape = self._shapes.get(key)
+        if shape is not None:
+            return shape
+        cols = []
+        pkset = set(pk)
+        for n in names:
+            mt = mysql_types.get(n)
+            if not isinstance(mt, str):
+                raise self._fail(raw, f"mysqlType.{n}", f"no MySQL type for column {n!r}")
+            try:
+                cols.append(Column(name=n, mysql_type=mt, primary_key=n in pkset, nullable=False if n in pkset
+                                   else None))
+            except TypeParseError as e:
+                raise self._fail(raw, f"mysqlType.{n}", str(e)) from None
+        indexes = [Index(name="PRIMARY", columns=list(pk), primary=True, unique=True)] if pk else []
+        shape = _Shape(TableInfo(schema=schema, table=tname, columns=cols, indexes=indexes))
+        if len(self._shapes) > 4096:
+            self._shapes.clear()
+        self._shapes[key] = shape
+        return shape
+
+    def _row(self, shape: _Shape, obj: Any, raw: bytes, fld: str) -> Row:
+        if not isinstance(obj, dict):
+            raise self._fail(raw, fld, "expected an object of column name to string value")
+        parsers = shape.parsers
+        row: Row = {}
+        for name, text in obj.items():
+            parse = parsers.get(name)
+            if parse is None:
+                raise self._fail(raw, f"{fld}.{name}", f"column {name!r} has no mysqlType")
+            if text is None:
+                row[name] = None
+                continue
+            if not isinstance(text, str):
+                # official Canal writes strings; accept plain JSON numbers for robustness
+                if isinstance(text, int | float) and not isinstance(text, bool):
+                    text = orjson.dumps(text).decode()
+                else:
+                    raise self._fail(raw, f"{fld}.{name}", "canal-json values are strings or null")
+            try:
+                row[name] = parse(text)
+            except ValueError_ as e:
+                raise self._fail(raw, f"{fld}.{name}", str(e)) from None
+        return row
+
+    def _rows(self, msg: dict[str, Any], raw: bytes, kind: Kind, tidb: dict | None) -> list[Event]:
+        data = msg.get("data")
+        if not isinstance(data, list) or not data:
+            raise self._fail(raw, "data", "a DML message needs data, an array of row objects")
+        old = msg.get("old")
+        if kind is Kind.UPDATE and (not isinstance(old, list) or len(old) != len(data)):
+            raise self._fail(raw, "old", "an UPDATE needs old, an array with one object per data row")
+        if not isinstance(data[0], dict):
+            raise self._fail(raw, "data[0]", "expected an object")
+        shape = self._shape(msg, raw, data[0])
+        ts = self._commit_ts(msg, raw, tidb)
+        events = []
+        for i, d in enumerate(data):  # TiCDC writes one row; official Canal may batch several
+            row = self._row(shape, d, raw, f"data[{i}]")
+            ev = Event(kind=kind, commit_ts=ts, table=shape.table)
+            if kind is Kind.DELETE:
+                ev.before = row  # `old` is null (v5.4+) or a copy of data (before v5.4): data is the image
+            elif kind is Kind.INSERT:
+                ev.after = row
+            else:
+                before = self._row(shape, old[i], raw, f"old[{i}]")  # type: ignore[index]
+                if len(before) < len(row):
+                    # only the changed columns (official Canal, only-output-updated-columns)
+                    before = {n: (before[n] if n in before else v) for n, v in row.items()}
+                ev.before = before
+                ev.after = row
+            events.append(ev)
+        return events
+
+    def _claim_checked(self, location: str, raw: bytes) -> list[Event]:
+        if self._claim_check is None:
+            raise self._fail(raw, "_tidb", f"message is in claim-check storage at {location!r}, "
+                             "and no claim-check storage is configured to read it")
+        try:
+            stored = self._claim_check.read(location)
+        except OSError as e:
+            raise self._fail(raw, "_tidb", f"cannot read claim-check {location!r}: {e}") from None
+        full = stored
+        if not self.config.claim_check_raw_value:
+            try:
+                env = orjson.loads(stored)
+                full = base64.b64decode(env["value"])
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise self._fail(raw, "_tidb", f"claim-check file {location!r} is not TiCDC's "
+                                 '{"key","value"} envelope') from None
+        return self.decode(full)
+
+
+def _is_u64(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 64

@@ -1,0 +1,309 @@
+"""canal-json encoder, byte-faithful to TiCDC (tiflow canal_json_row_event_encoder.go).
+
+Per table we precompute everything that does not depend on the row (the Java and MySQL type maps,
+pkNames, value formatters); per row we build one dict and let orjson write it, then apply Go's
+escaping. Field order: id, database, table, pkNames, isDdl, type, es, ts, sql, sqlType, mysqlType,
+then `old` before `data` for DML (hand-written writer) and `data` before `old` for DDL and
+WATERMARK (struct marshalling), then `_tidb`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .. import gojson
+from ..compression import compress
+from ..config import CodecConfig
+from ..ddl import canal_type
+from ..errors import EncodeError, MessageTooLarge
+from ..eventline import Message
+from ..model import Event, Kind, TableInfo
+from ..mysqltypes import make_text_formatter
+from ..tso import physical_ms
+from .types import java_sql_type, promoter
+
+# sarama's per-record overhead, which TiCDC adds to key+value when checking max-message-bytes
+MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
+
+
+class ClaimCheckWriter(Protocol):
+    def write(self, name: str, data: bytes) -> str:
+        """Store data under name; return its location (what `claimCheckLocation` carries)."""
+        ...
+
+
+class _ColumnPlan:
+    __slots__ = ("name", "fmt", "java", "promote", "is_handle", "mysql_type")
+
+    def __init__(self, name: str, fmt: Callable[[Any], str], java: int, promote: Callable | None,
+                 is_handle: bool, mysql_type: str) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.java = java
+        self.promote = promote
+        self.is_handle = is_handle
+        self.mysql_type = mysql_type
+
+
+class _TablePlan:
+    __slots__ = ("table", "cols", "handle_cols", "pk_names", "java_all", "java_handle", "mysql_all",
+                 "mysql_handle", "promote_all", "promote_handle")
+
+    def __init__(self, table: TableInfo, content_compatible: bool) -> None:
+        self.table = table
+        handle = set(table.handle_key)
+        self.cols = [
+            _ColumnPlan(
+                c.name,
+                make_text_formatter(c.type, "latin1"),
+                java_sql_type(c.type),
+                promoter(c.type),
+                c.name in handle,
+                c.type.full_str() if content_compatible else c.type.short_str(),
+            )
+            for c in table.columns
+        ]
+        self.handle_cols = [p for p in self.cols if p.is_handle]
+        self.pk_names = list(table.pk_names) or None
+        self.java_all = {p.name: p.java for p in self.cols}
+        self.java_handle = {p.name: p.java for p in self.handle_cols}
+        self.mysql_all = {p.name: p.mysql_type for p in self.cols}
+        self.mysql_handle = {p.name: p.mysql_type for p in self.handle_cols}
+        self.promote_all = [p for p in self.cols if p.promote is not None]
+        self.promote_handle = [p for p in self.handle_cols if p.promote is not None]
+
+
+def _fill(cols: list[_ColumnPlan], row: dict[str, Any]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for p in cols:
+        name = p.name
+        if name in row:
+            v = row[name]
+            out[name] = None if v is None else p.fmt(v)
+    return out
+
+
+def _fill_changed(cols: list[_ColumnPlan], before: dict[str, Any], after: dict[str, Any]) -> dict[str, str | None]:
+    """`old` under only-output-updated-columns: the columns whose value changed (tiflow compares values)."""
+    out: dict[str, str | None] = {}
+    for p in cols:
+        name = p.name
+        if name not in before:
+            continue
+        v = before[name]
+        if name in after:
+            nv = after[name]
+            if nv == v and type(nv) is type(v):
+                continue
+        out[name] = None if v is None else p.fmt(v)
+    return out
+
+
+class CanalJSONEncoder:
+    """Encodes events to canal-json messages (key always None)."""
+
+    def __init__(
+        self,
+        config: CodecConfig,
+        *,
+        claim_check: ClaimCheckWriter | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        claim_check_name: Callable[[], str] | None = None,
+    ) -> None:
+        if config.claim_check and claim_check is None:
+            raise EncodeError("large-message-handle-option=claim-check needs a claim-check storage")
+        self.config = config
+        self._claim_check = claim_check
+        self._clock = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._claim_name = claim_check_name or (lambda: f"{uuid.uuid4()}.json")
+        self._plans: dict[int, _TablePlan] = {}
+        self._ext = config.enable_tidb_extension
+        self._compression = config.large_message_handle_compression
+
+    # ------------------------------------------------------------------------------------------
+    def encode(self, ev: Event) -> list[Message]:
+        kind = ev.kind
+        if kind is Kind.INSERT or kind is Kind.UPDATE or kind is Kind.DELETE:
+            return [self._encode_row(ev)]
+        if kind is Kind.DDL:
+            return [self._encode_ddl(ev)]
+        if kind is Kind.WATERMARK:
+            return self._encode_watermark(ev.commit_ts)
+        return []  # canal-json has no bootstrap messages
+
+    def _plan(self, table: TableInfo) -> _TablePlan:
+        plan = self._plans.get(id(table))
+        if plan is None or plan.table is not table:
+            plan = _TablePlan(table, self.config.content_compatible)
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            self._plans[id(table)] = plan
+        return plan
+
+    def _finish(self, body: bytes) -> bytes:
+        if self._compression != "none":
+            return compress(self._compression, body)
+        return body
+
+    # ------------------------------------------------------------------------------------------
+    def _row_body(self, ev: Event, plan: _TablePlan, too_large: bool, claim_location: str | None) -> bytes:
+        cfg = self.config
+        kind = ev.kind
+        is_delete = kind is Kind.DELETE
+        only_handle = too_large or (is_delete and cfg.delete_only_output_handle_key_columns)
+        cols = plan.handle_cols if only_handle else plan.cols
+        typed_row = ev.before if is_delete else ev.after
+        if typed_row is None:
+            raise EncodeError(f"{kind} event for {plan.table.qualified} has no "
+                              f"{'before' if is_delete else 'after'} image")
+
+        # sqlType and mysqlType list the columns present in the typed image
+        if len(typed_row) == len(plan.cols):
+            java = plan.java_handle if only_handle else plan.java_all
+            mysql = plan.mysql_handle if only_handle else plan.mysql_all
+            promote = plan.promote_handle if only_handle else plan.promote_all
+            if promote:
+                java = dict(java)
+                for p in promote:
+                    java[p.name] = p.promote(typed_row.get(p.name))  # type: ignore[misc]
+        else:
+            java = {}
+            mysql = {}
+            for p in cols:
+                if p.name in typed_row:
+                    java[p.name] = p.promote(typed_row[p.name]) if p.promote else p.java
+                    mysql[p.name] = p.mysql_type
+        if kind is Kind.UPDATE:
+            if ev.before is None:
+                raise EncodeError(f"update event for {plan.table.qualified} has no before image")
+            if cfg.only_output_updated_columns:
+                old: Any = [_fill_changed(cols, ev.before, ev.after)]  # type: ignore[arg-type]
+            else:
+                old = [_fill(cols, ev.before)]
+            data: Any = [_fill(cols, ev.after)]  # type: ignore[arg-type]
+            etype = "UPDATE"
+        else:
+            old = None
+            data = [_fill(cols, typed_row)]
+            etype = "DELETE" if is_delete else "INSERT"
+        msg: dict[str, Any] = {
+            "id": 0,
+            "database": plan.table.schema,
+            "table": plan.table.table,
+            "pkNames": plan.pk_names,
+            "isDdl": False,
+            "type": etype,
+            "es": physical_ms(ev.commit_ts),
+            "ts": self._clock(),
+            "sql": "",
+            "sqlType": java or None,
+            "mysqlType": mysql,
+            "old": old,
+            "data": data,
+        }
+        if self._ext:
+            tidb: dict[str, Any] = {"commitTs": ev.commit_ts}
+            if too_large:
+                if cfg.handle_key_only:
+                    tidb["onlyHandleKey"] = True
+                if cfg.claim_check:
+                    tidb["claimCheckLocation"] = claim_location
+            msg["_tidb"] = tidb
+        return gojson.dumps(msg)
+
+    def _encode_row(self, ev: Event) -> Message:
+        table = ev.table
+        if table is None:
+            raise EncodeError(f"{ev.kind} event without a table")
+        plan = self._plan(table)
+        value = self._finish(self._row_body(ev, plan, False, None))
+        limit = self.config.max_message_bytes
+        length = len(value) + MAX_RECORD_OVERHEAD
+        if length > limit:
+            cfg = self.config
+            if cfg.large_message_handle_option == "none":
+                raise MessageTooLarge(
+                    f"canal-json message for {table.qualified} at commitTs {ev.commit_ts} is {length} bytes, "
+                    f"over max-message-bytes={limit}; set large-message-handle-option=handle-key-only "
+                    "or claim-check (with enable-tidb-extension=true), or raise max-message-bytes"
+                )
+            if cfg.handle_key_only:
+                value = self._finish(self._row_body(ev, plan, True, None))
+                if len(value) + MAX_RECORD_OVERHEAD > limit:
+                    raise MessageTooLarge(
+                        f"canal-json message for {table.qualified} at commitTs {ev.commit_ts} is still "
+                        f"{len(value) + MAX_RECORD_OVERHEAD} bytes with only the handle-key columns, "
+                        f"over max-message-bytes={limit}"
+                    )
+            if cfg.claim_check:
+                assert self._claim_check is not None
+                name = self._claim_name()
+                stored = value if cfg.claim_check_raw_value else claim_check_envelope(None, value)
+                location = self._claim_check.write(name, stored)
+                value = self._finish(self._row_body(ev, plan, True, location))
+                if len(value) + MAX_RECORD_OVERHEAD > limit:
+                    raise MessageTooLarge(
+                        f"canal-json claim-check message for {table.qualified} is "
+                        f"{len(value) + MAX_RECORD_OVERHEAD} bytes, over max-message-bytes={limit}"
+                    )
+        return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=table.schema,
+                       table=table.table, rows=1)
+
+    def _encode_ddl(self, ev: Event) -> Message:
+        subject = ev.subject
+        schema = subject.schema if subject else ""
+        tname = subject.table if subject else ""
+        msg: dict[str, Any] = {
+            "id": 0,
+            "database": schema,
+            "table": tname,
+            "pkNames": None,
+            "isDdl": True,
+            "type": canal_type(ev.ddl_type or "ActionNone"),
+            "es": physical_ms(ev.commit_ts),
+            "ts": self._clock(),
+            "sql": ev.query or "",
+            "sqlType": None,
+            "mysqlType": None,
+            "data": None,
+            "old": None,
+        }
+        if self._ext:
+            msg["_tidb"] = {"commitTs": ev.commit_ts} if ev.commit_ts else {}
+        value = self._finish(gojson.dumps(msg))
+        return Message(key=None, value=value, kind=Kind.DDL, commit_ts=ev.commit_ts, schema=schema, table=tname)
+
+    def _encode_watermark(self, ts: int) -> list[Message]:
+        if not self._ext:
+            return []  # TiCDC sends watermarks only with the TiDB extension
+        msg = {
+            "id": 0,
+            "database": "",
+            "table": "",
+            "pkNames": None,
+            "isDdl": False,
+            "type": "TIDB_WATERMARK",
+            "es": physical_ms(ts),
+            "ts": self._clock(),
+            "sql": "",
+            "sqlType": None,
+            "mysqlType": None,
+            "data": None,
+            "old": None,
+            "_tidb": {"watermarkTs": ts} if ts else {},
+        }
+        value = self._finish(gojson.dumps(msg))
+        return [Message(key=None, value=value, kind=Kind.WATERMARK, commit_ts=ts)]
+
+
+def claim_check_envelope(key: bytes | None, value: bytes) -> bytes:
+    """What TiCDC stores in a claim-check file: Go's JSON of {Key, Value []byte} (base64 strings)."""
+    import base64
+
+    return gojson.dumps({
+        "key": None if key is None else base64.b64encode(key).decode("ascii"),
+        "value": base64.b64encode(value).decode("ascii"),
+    })

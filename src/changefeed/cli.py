@@ -1,0 +1,272 @@
+"""Command line: thin wrappers over the codecs; errors are one line, `--debug` shows the detail."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import IO, Annotated
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from .codecs import make_decoder, make_encoder
+from .config import PROTOCOLS, ConfigError, build_config, parse_option_pairs
+from .errors import ChangefeedError, DecodeError
+from .eventline import EventReader, EventWriter, message_from_line, message_to_line, read_lines
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="TiCDC change-event protocols: encode, decode and move change streams.")
+err = Console(stderr=True)
+
+ProtocolOpt = Annotated[str, typer.Option("--protocol", "-p", help=f"one of {', '.join(PROTOCOLS)}")]
+OptionOpt = Annotated[list[str] | None, typer.Option("--option", help="codec option K=V, sink-URI spelling")]
+InOpt = Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")]
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="output file (default: stdout)")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
+
+
+class _Fail(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _reported(debug: bool) -> Iterator[None]:
+    """Errors become one readable line (and exit 1); --debug adds the traceback."""
+    try:
+        yield
+    except (ChangefeedError, ConfigError, OSError) as e:
+        if debug:
+            err.print(traceback.format_exc(), markup=False, highlight=False)
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+@contextlib.contextmanager
+def _open_in(path: Path | None) -> Iterator[IO[bytes]]:
+    if path is None or str(path) == "-":
+        yield sys.stdin.buffer
+    else:
+        with open(path, "rb") as f:
+            yield f
+
+
+@contextlib.contextmanager
+def _open_out(path: Path | None) -> Iterator[IO[bytes]]:
+    if path is None or str(path) == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb", buffering=1 << 20) as f:
+            yield f
+
+
+@contextlib.contextmanager
+def _progress(path: Path | None, what: str) -> Iterator[callable]:  # type: ignore[valid-type]
+    """A byte-progress bar on a terminal for file inputs; a no-op otherwise."""
+    if path is None or str(path) == "-" or not err.is_terminal:
+        yield lambda n: None
+        return
+    total = path.stat().st_size
+    with Progress(TextColumn(what), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=err,
+                  transient=True) as prog:
+        task = prog.add_task(what, total=total)
+        yield lambda n: prog.advance(task, n)
+
+
+class _DeadLetter:
+    """Rejected input lines with why they were rejected, one JSON object per line."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.count = 0
+        self._f: IO[bytes] | None = None
+
+    def put(self, lineno: int, line: bytes, e: DecodeError) -> None:
+        self.count += 1
+        if self.path is None:
+            return
+        if self._f is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(self.path, "ab")
+        rec = {"line": lineno, "error": e.reason, "field": e.field, "offset": e.offset,
+               "input": line.decode("utf-8", "replace")}
+        self._f.write(orjson.dumps(rec) + b"\n")
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+
+
+def _bad_line(e: DecodeError, lineno: int, line: bytes, errors: str, dead: _DeadLetter) -> None:
+    located = e.located(f"line {lineno}")
+    dead.put(lineno, line, e)
+    if errors == "fail":
+        raise located
+    err.print(f"[yellow]skipped:[/] {located}", highlight=False)
+
+
+@app.command()
+def encode(
+    protocol: ProtocolOpt = "canal-json",
+    option: OptionOpt = None,
+    input: InOpt = None,
+    output: OutOpt = None,
+    errors: Annotated[str, typer.Option(help="on a bad event line: fail or skip")] = "fail",
+    dead_letter: Annotated[Path | None, typer.Option(help="append rejected lines here")] = None,
+    build_ts: Annotated[int | None, typer.Option(help="fixed build time (ms) for the volatile `ts` fields")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Event lines in, message lines out."""
+    with _reported(debug):
+        if errors not in ("fail", "skip"):
+            raise ConfigError(f"--errors must be fail or skip, got {errors!r}")
+        cfg = build_config(protocol, parse_option_pairs(option or []))
+        encoder = make_encoder(cfg, clock_ms=(lambda: build_ts) if build_ts is not None else None)
+        reader = EventReader()
+        dead = _DeadLetter(dead_letter)
+        n_events = n_msgs = 0
+        try:
+            with _open_in(input) as fin, _open_out(output) as fout, _progress(input, "encoding") as advance:
+                for lineno, line in read_lines(fin):
+                    advance(len(line) + 1)
+                    try:
+                        ev = reader.parse(line)
+                    except DecodeError as e:
+                        _bad_line(e, lineno, line, errors, dead)
+                        continue
+                    try:
+                        msgs = encoder.encode(ev)
+                    except ChangefeedError as e:
+                        raise ChangefeedError(f"line {lineno}: {e}") from e
+                    n_events += 1
+                    for m in msgs:
+                        fout.write(message_to_line(m) + b"\n")
+                    n_msgs += len(msgs)
+        finally:
+            dead.close()
+        skipped = f", {dead.count} rejected" if dead.count else ""
+        err.print(f"encoded {n_events} events into {n_msgs} {protocol} messages{skipped}", highlight=False)
+
+
+@app.command()
+def decode(
+    protocol: ProtocolOpt = "canal-json",
+    option: OptionOpt = None,
+    input: InOpt = None,
+    output: OutOpt = None,
+    errors: Annotated[str, typer.Option(help="on a bad message: fail or skip")] = "fail",
+    dead_letter: Annotated[Path | None, typer.Option(help="append rejected lines here")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Message lines in, event lines out."""
+    with _reported(debug):
+        if errors not in ("fail", "skip"):
+            raise ConfigError(f"--errors must be fail or skip, got {errors!r}")
+        cfg = build_config(protocol, parse_option_pairs(option or []))
+        decoder = make_decoder(cfg)
+        writer = EventWriter()
+        dead = _DeadLetter(dead_letter)
+        kinds: Counter[str] = Counter()
+        n_msgs = 0
+        try:
+            with _open_in(input) as fin, _open_out(output) as fout, _progress(input, "decoding") as advance:
+                for lineno, line in read_lines(fin):
+                    advance(len(line) + 1)
+                    try:
+                        m = message_from_line(line)
+                        events = decoder.decode(m.value, m.key)
+                    except DecodeError as e:
+                        _bad_line(e, lineno, line, errors, dead)
+                        continue
+                    n_msgs += 1
+                    for ev in events:
+                        kinds[ev.kind.value] += 1
+                        fout.write(writer.line(ev) + b"\n")
+        finally:
+            dead.close()
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        skipped = f"; {dead.count} rejected" if dead.count else ""
+        err.print(f"decoded {n_msgs} {protocol} messages into {sum(kinds.values())} events ({detail}){skipped}",
+                  highlight=False)
+
+
+@app.command()
+def run(
+    protocol: ProtocolOpt = "canal-json",
+    option: OptionOpt = None,
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="event lines (default: bundled example)")]
+    = None,
+    out: Annotated[Path, typer.Option(help="folder for the messages and decoded events")] = Path("out"),
+    debug: DebugOpt = False,
+) -> None:
+    """The main job on the embedded default: events -> protocol messages (a local file) -> events again."""
+    with _reported(debug):
+        cfg = build_config(protocol, parse_option_pairs(option or []))
+        src = input or Path(str(resources.files("changefeed") / "examples" / "events.jsonl"))
+        out.mkdir(parents=True, exist_ok=True)
+        msg_path = out / f"{protocol}.messages.jsonl"
+        ev_path = out / f"{protocol}.decoded.jsonl"
+        encoder, decoder = make_encoder(cfg), make_decoder(cfg)
+        reader, writer = EventReader(), EventWriter()
+        t0 = time.perf_counter()
+        originals = []
+        n_bytes = 0
+        with open(src, "rb") as fin, open(msg_path, "wb") as fout:
+            for lineno, line in read_lines(fin):
+                try:
+                    ev = reader.parse(line)
+                except DecodeError as e:
+                    raise e.located(f"{src} line {lineno}") from None
+                originals.append(ev)
+                for m in encoder.encode(ev):
+                    n_bytes += len(m.value or b"")
+                    fout.write(message_to_line(m) + b"\n")
+        t1 = time.perf_counter()
+        decoded = []
+        with open(msg_path, "rb") as fin, open(ev_path, "wb") as fout:
+            for lineno, line in read_lines(fin):
+                m = message_from_line(line)
+                try:
+                    events = decoder.decode(m.value, m.key)
+                except DecodeError as e:
+                    raise e.located(f"{msg_path} line {lineno}") from None
+                for ev in events:
+                    decoded.append(ev)
+                    fout.write(writer.line(ev) + b"\n")
+        t2 = time.perf_counter()
+        from .roundtrip import compare_streams
+
+        report = compare_streams(originals, decoded, cfg)
+        table = Table(title=f"changefeed run: {src.name} through {protocol}", show_header=True)
+        table.add_column("stage")
+        table.add_column("count", justify="right")
+        table.add_column("detail")
+        kinds = Counter(ev.kind.value for ev in originals)
+        table.add_row("events read", str(len(originals)), ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+        table.add_row("messages written", str(sum(1 for _ in open(msg_path, "rb"))),
+                      f"{n_bytes} bytes in {msg_path} ({(t1 - t0) * 1000:.1f} ms)")
+        table.add_row("events decoded", str(len(decoded)), f"{ev_path} ({(t2 - t1) * 1000:.1f} ms)")
+        table.add_row("round trip", "ok" if report.ok else "MISMATCH", report.summary)
+        Console().print(table)
+        if not report.ok:
+            for line in report.problems[:20]:
+                err.print(f"  {line}", highlight=False)
+            raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

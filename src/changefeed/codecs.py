@@ -1,0 +1,51 @@
+"""Encoders and decoders by protocol name: the one place the CLI and pipelines get codecs from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .config import IMPLEMENTED_PROTOCOLS, CodecConfig, ConfigError
+from .eventline import Message
+from .model import Event
+
+
+class Encoder(Protocol):
+    def encode(self, ev: Event) -> list[Message]: ...
+
+
+class Decoder(Protocol):
+    def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]: ...
+
+
+def _not_yet(cfg: CodecConfig) -> ConfigError:
+    return ConfigError(f"protocol {cfg.protocol} is not implemented yet (implemented: "
+                       f"{', '.join(IMPLEMENTED_PROTOCOLS)})")
+
+
+def _claim_check(cfg: CodecConfig) -> Any:
+    if not cfg.claim_check:
+        return None
+    from .storage import FileClaimCheck
+
+    return FileClaimCheck(cfg.claim_check_storage_uri)
+
+
+def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None) -> Encoder:
+    if cfg.protocol == "canal-json":
+        from .canal import CanalJSONEncoder
+
+        return CanalJSONEncoder(cfg, claim_check=_claim_check(cfg), clock_ms=clock_ms)
+    raise _not_yet(cfg)
+
+
+def make_decoder(cfg: CodecConfig) -> Decoder:
+    if cfg.protocol == "canal-json":
+        from .canal import CanalJSONDecoder
+
+        from .storage import FileClaimCheck
+
+        # claim-check locations are file:// URIs, readable without configuring the storage
+        reader = FileClaimCheck(cfg.claim_check_storage_uri or "file:///")
+        return CanalJSONDecoder(cfg, claim_check=reader)
+    raise _not_yet(cfg)

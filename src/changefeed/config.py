@@ -1,0 +1,176 @@
+"""Codec options, spelled as in TiCDC's sink URI (`enable-tidb-extension=true`, ...).
+
+One `CodecConfig` holds every codec option, as TiCDC's `common.Config` does; each option names the
+protocols it applies to, so an option meant for another protocol is refused by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+PROTOCOLS = ("canal-json", "simple", "avro", "debezium", "debezium-avro")
+IMPLEMENTED_PROTOCOLS = ("canal-json",)
+
+DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """An option or protocol that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    name: str
+    attr: str
+    kind: str  # bool | int | str | choice
+    protocols: tuple[str, ...]
+    choices: tuple[str, ...] = ()
+
+
+_ALL = PROTOCOLS
+_OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("enable-tidb-extension", "enable_tidb_extension", "bool",
+               ("canal-json", "avro", "debezium", "debezium-avro")),
+    OptionSpec("content-compatible", "content_compatible", "bool", ("canal-json",)),
+    OptionSpec("only-output-updated-columns", "only_output_updated_columns", "bool", ("canal-json",)),
+    OptionSpec("delete-only-output-handle-key-columns", "delete_only_output_handle_key_columns", "bool", _ALL),
+    OptionSpec("max-message-bytes", "max_message_bytes", "int", _ALL),
+    OptionSpec("large-message-handle-option", "large_message_handle_option", "choice", _ALL,
+               ("none", "handle-key-only", "claim-check")),
+    OptionSpec("large-message-handle-compression", "large_message_handle_compression", "choice", _ALL,
+               ("none", "snappy", "lz4")),
+    OptionSpec("claim-check-storage-uri", "claim_check_storage_uri", "str", _ALL),
+    OptionSpec("claim-check-raw-value", "claim_check_raw_value", "bool", _ALL),
+    OptionSpec("output-row-key", "output_row_key", "bool", ("canal-json",)),
+    OptionSpec("encoding-format", "encoding_format", "choice", ("simple",), ("json", "avro")),
+    OptionSpec("send-bootstrap-interval-in-sec", "send_bootstrap_interval_in_sec", "int", ("simple",)),
+    OptionSpec("send-bootstrap-in-msg-count", "send_bootstrap_in_msg_count", "int", ("simple",)),
+    OptionSpec("send-bootstrap-to-all-partition", "send_bootstrap_to_all_partition", "bool", ("simple",)),
+    OptionSpec("avro-decimal-handling-mode", "avro_decimal_handling_mode", "choice", ("avro", "debezium-avro"),
+               ("precise", "string")),
+    OptionSpec("avro-bigint-unsigned-handling-mode", "avro_bigint_unsigned_handling_mode", "choice",
+               ("avro", "debezium-avro"), ("long", "string")),
+    OptionSpec("avro-enable-watermark", "avro_enable_watermark", "bool", ("avro",)),
+    OptionSpec("schema-registry", "schema_registry", "str", ("avro", "debezium-avro")),
+    OptionSpec("debezium-disable-schema", "debezium_disable_schema", "bool", ("debezium",)),
+    OptionSpec("debezium-output-old-value", "debezium_output_old_value", "bool", ("debezium", "debezium-avro")),
+    OptionSpec("cluster-id", "cluster_id", "str", ("debezium", "debezium-avro")),
+    OptionSpec("time-zone", "time_zone", "str", _ALL),
+)
+OPTIONS: dict[str, OptionSpec] = {o.name: o for o in _OPTIONS}
+
+
+@dataclass(slots=True)
+class CodecConfig:
+    protocol: str = "canal-json"
+    enable_tidb_extension: bool = False
+    content_compatible: bool = False
+    only_output_updated_columns: bool = False
+    delete_only_output_handle_key_columns: bool = False
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    large_message_handle_option: str = "none"
+    large_message_handle_compression: str = "none"
+    claim_check_storage_uri: str = ""
+    claim_check_raw_value: bool = False
+    output_row_key: bool = False
+    encoding_format: str = "json"
+    send_bootstrap_interval_in_sec: int = 120
+    send_bootstrap_in_msg_count: int = 10000
+    send_bootstrap_to_all_partition: bool = True
+    avro_decimal_handling_mode: str = "precise"
+    avro_bigint_unsigned_handling_mode: str = "long"
+    avro_enable_watermark: bool = False
+    schema_registry: str = ""
+    debezium_disable_schema: bool = False
+    debezium_output_old_value: bool = True
+    cluster_id: str = "default"
+    time_zone: str = "UTC"
+    explicit: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def handle_key_only(self) -> bool:
+        return self.large_message_handle_option == "handle-key-only"
+
+    @property
+    def claim_check(self) -> bool:
+        return self.large_message_handle_option == "claim-check"
+
+
+def _convert(spec: OptionSpec, raw: Any) -> Any:
+    if spec.kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        s = str(raw).strip().lower()
+        if s in ("true", "1", "yes", "on"):
+            return True
+        if s in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"option {spec.name}: expected true or false, got {raw!r}")
+    if spec.kind == "int":
+        try:
+            v = int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"option {spec.name}: expected an integer, got {raw!r}") from None
+        if v < 0:
+            raise ConfigError(f"option {spec.name}: must not be negative, got {v}")
+        return v
+    if spec.kind == "choice":
+        s = str(raw).strip().lower()
+        if s not in spec.choices:
+            raise ConfigError(f"option {spec.name}: expected one of {', '.join(spec.choices)}, got {raw!r}")
+        return s
+    return str(raw)
+
+
+def check_protocol(protocol: str) -> str:
+    p = protocol.strip().lower()
+    if p not in PROTOCOLS:
+        raise ConfigError(f"unknown protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    return p
+
+
+def parse_option_pairs(pairs: list[str]) -> dict[str, str]:
+    """`K=V` strings (the CLI's --option) into a dict; a pair without '=' is an error naming it."""
+    out: dict[str, str] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ConfigError(f"option {p!r} is not of the form KEY=VALUE")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def build_config(protocol: str, options: dict[str, Any] | None = None) -> CodecConfig:
+    """Validate options for a protocol as TiCDC's config validation does."""
+    protocol = check_protocol(protocol)
+    cfg = CodecConfig(protocol=protocol)
+    unknown = [k for k in (options or {}) if k not in OPTIONS]
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known options: "
+                          f"{', '.join(sorted(OPTIONS))}")
+    for key, raw in (options or {}).items():
+        spec = OPTIONS[key]
+        if protocol not in spec.protocols:
+            raise ConfigError(f"option {key} does not apply to protocol {protocol} "
+                              f"(it applies to {', '.join(spec.protocols)})")
+        setattr(cfg, spec.attr, _convert(spec, raw))
+    cfg.explicit = frozenset(options or {})
+    if cfg.content_compatible:
+        cfg.only_output_updated_columns = True  # TiCDC: content-compatible implies it
+    if cfg.large_message_handle_option != "none":
+        if protocol == "canal-json" and not cfg.enable_tidb_extension:
+            raise ConfigError(f"large-message-handle-option={cfg.large_message_handle_option} with protocol "
+                              "canal-json needs enable-tidb-extension=true")
+        if protocol not in ("canal-json", "simple"):
+            raise ConfigError(f"large-message-handle-option={cfg.large_message_handle_option} is not supported "
+                              f"by protocol {protocol}")
+        if cfg.claim_check and not cfg.claim_check_storage_uri:
+            raise ConfigError("large-message-handle-option=claim-check needs claim-check-storage-uri")
+    if cfg.max_message_bytes <= 0:
+        raise ConfigError("option max-message-bytes must be positive")
+    return cfg
+
+
+def option_names() -> list[str]:
+    return [f.name for f in fields(CodecConfig)]

@@ -1,0 +1,148 @@
+"""The event model every protocol encodes from and decodes to.
+
+Row values are held as the datums TiCDC's encoders receive (REFERENCE-NOTES §0): ints, floats,
+decimal/time/json text, bytes for binary columns, enum index, set bitmask, bit as an int.
+Rows are dicts keyed by column name in table order; a decoded row may hold only some columns
+(a handle-key-only message, say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .mysqltypes import ColumnType, make_json_out, make_normalizer
+
+Row = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Column:
+    name: str
+    mysql_type: str  # the full column type as written in CREATE TABLE (or as a protocol gave it)
+    charset: str | None = None
+    collate: str | None = None
+    nullable: bool | None = None  # None: not known (a protocol that does not carry it)
+    default: Any = None
+    primary_key: bool = False
+    unique_key: bool = False
+    auto_increment: bool = False
+    type: ColumnType = field(init=False, repr=False, compare=False)
+    normalize: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+    to_json: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.type = ColumnType.parse(self.mysql_type, self.charset, self.collate)
+        self.normalize = make_normalizer(self.type)
+        self.to_json = make_json_out(self.type)
+
+
+@dataclass(slots=True)
+class Index:
+    name: str
+    columns: list[str]
+    primary: bool = False
+    unique: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class TableInfo:
+    schema: str
+    table: str
+    columns: list[Column] = field(default_factory=list)
+    indexes: list[Index] = field(default_factory=list)
+    table_id: int | None = None
+    version: int | None = None
+    # derived, filled by __post_init__
+    by_name: dict[str, Column] = field(init=False, repr=False)
+    pk_names: list[str] = field(init=False, repr=False)
+    handle_key: list[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute derived facts after columns or indexes change."""
+        self.by_name = {c.name: c for c in self.columns}
+        pk = [c.name for c in self.columns if c.primary_key]
+        for idx in self.indexes:
+            if idx.primary:
+                pk = list(idx.columns)
+                for name in pk:
+                    if name in self.by_name:
+                        self.by_name[name].primary_key = True
+                break
+        self.pk_names = pk
+        if pk:
+            self.handle_key = pk
+            return
+        # TiDB's handle key without a primary key: the first unique index whose columns are NOT NULL
+        for idx in self.indexes:
+            if idx.unique and all(
+                n in self.by_name and self.by_name[n].nullable is False for n in idx.columns
+            ):
+                self.handle_key = list(idx.columns)
+                return
+        uk = [c.name for c in self.columns if c.unique_key and c.nullable is False]
+        self.handle_key = uk[:1]
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def signature(self) -> tuple:
+        """Identity of the definition, for caches keyed by table shape."""
+        return (
+            self.schema,
+            self.table,
+            self.table_id,
+            self.version,
+            tuple((c.name, c.mysql_type, c.charset, c.collate, c.nullable, c.primary_key, c.unique_key)
+                  for c in self.columns),
+            tuple((i.name, tuple(i.columns), i.primary, i.unique) for i in self.indexes),
+        )
+
+    def same_definition(self, other: TableInfo | None) -> bool:
+        return other is not None and self.signature() == other.signature()
+
+
+class Kind(StrEnum):
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+    DDL = "ddl"
+    WATERMARK = "watermark"
+    BOOTSTRAP = "bootstrap"
+
+
+ROW_KINDS = (Kind.INSERT, Kind.UPDATE, Kind.DELETE)
+
+
+@dataclass(slots=True, eq=False)
+class Event:
+    """One change event. Which fields are set depends on `kind`:
+
+    insert: table, after; update: table, before, after; delete: table, before;
+    ddl: query, ddl_type, table (after) and/or pre_table (before); watermark: commit_ts;
+    bootstrap: table.
+    """
+
+    kind: Kind
+    commit_ts: int = 0
+    table: TableInfo | None = None
+    pre_table: TableInfo | None = None
+    before: Row | None = None
+    after: Row | None = None
+    query: str | None = None
+    ddl_type: str | None = None
+
+    @property
+    def is_row(self) -> bool:
+        return self.kind in ROW_KINDS
+
+    @property
+    def subject(self) -> TableInfo | None:
+        """The table a message about this event names (for a DDL: after, else before)."""
+        return self.table if self.table is not None else self.pre_table
