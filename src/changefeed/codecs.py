@@ -42,7 +42,6 @@ def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None)
 def make_decoder(cfg: CodecConfig) -> Decoder:
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONDecoder
-
         from .storage import FileClaimCheck
 
         # claim-check locations are file:// URIs, readable without configuring the storage

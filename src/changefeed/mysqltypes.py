@@ -558,7 +558,7 @@ def shortest_float32(v: float) -> str:
     if f == 0:
         return "-0" if str(f).startswith("-") else "0"
     for p in range(1, 10):
-        s = "%.*g" % (p, f)
+        s = f"{f:.{p}g}"
         if to_float32(float(s)) == f:
             break
     if "e" in s:
