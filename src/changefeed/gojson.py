@@ -27,7 +27,10 @@ def go_escape(out: bytes) -> bytes:
     if b"\xe2\x80" in out:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     if b"\\b" in out or b"\\f" in out:
-        out = _SHORT_ESC.sub(lambda m: m.group(1) + _SHORT_MAP[m.group(2)], out)
+        if b"\\\\" in out:  # an escaped backslash may precede a literal b/f: look at the runs
+            out = _SHORT_ESC.sub(lambda m: m.group(1) + _SHORT_MAP[m.group(2)], out)
+        else:
+            out = out.replace(b"\\b", b"\\u0008").replace(b"\\f", b"\\u000c")
     return out
 
 

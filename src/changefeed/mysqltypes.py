@@ -549,9 +549,15 @@ def to_float32(v: float) -> float:
         raise ValueError_(f"{v!r} is out of range for FLOAT") from None
 
 
-@lru_cache(maxsize=65536)
 def shortest_float32(v: float) -> str:
     """Shortest decimal text that reads back as the same float32 (Go's FormatFloat(.., 32))."""
+    if v == 0:  # not through the cache: 0.0 and -0.0 are the same lru_cache key
+        return "-0" if str(v).startswith("-") else "0"
+    return _shortest_float32(v)
+
+
+@lru_cache(maxsize=65536)
+def _shortest_float32(v: float) -> str:
     f = to_float32(v)
     if f != f or f in (float("inf"), float("-inf")):
         return "0"
@@ -559,8 +565,11 @@ def shortest_float32(v: float) -> str:
         return "-0" if str(f).startswith("-") else "0"
     for p in range(1, 10):
         s = f"{f:.{p}g}"
-        if to_float32(float(s)) == f:
-            break
+        try:
+            if to_float32(float(s)) == f:
+                break
+        except ValueError_:  # a short candidate above FLT_MAX (3.403e+38) is not a float32
+            continue
     if "e" in s:
         return format(Decimal(s), "f")
     return s
@@ -575,15 +584,12 @@ def canonical_float32(v: float) -> float:
     return float(shortest_float32(v))
 
 
-_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_DATETIME_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?$")
-_TIME_RE = re.compile(r"^(-)?(\d{1,3}):(\d{2}):(\d{2})(\.\d{1,9})?$")
+# ranges are in the patterns, so a match needs no further checks (this is on the decode hot path)
+_YMD = r"\d{4}-(?:0\d|1[0-2])-(?:[0-2]\d|3[01])"
+_DATE_RE = re.compile(_YMD + r"\Z")
+_DATETIME_RE = re.compile(_YMD + r"[ T](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?\Z")
+_TIME_RE = re.compile(r"-?(?:[0-7]?\d?\d|8[0-2]\d|83[0-8]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?\Z")
 _DECIMAL_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
-
-
-def _check_date_parts(y: str, mo: str, d: str) -> None:
-    if int(mo) > 12 or int(d) > 31:
-        raise ValueError_("month or day out of range")
 
 
 def _bad(ctype: ColumnType, value: Any, why: str) -> ValueError_:
@@ -670,10 +676,8 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
         def norm_date(v: Any) -> Any:
             if v is None:
                 return None
-            m = _DATE_RE.match(v) if isinstance(v, str) else None
-            if not m:
+            if type(v) is not str or not _DATE_RE.match(v):
                 raise _bad(ctype, v, "expected YYYY-MM-DD")
-            _check_date_parts(*m.groups())
             return v
 
         return norm_date
@@ -682,12 +686,8 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
         def norm_datetime(v: Any) -> Any:
             if v is None:
                 return None
-            m = _DATETIME_RE.match(v) if isinstance(v, str) else None
-            if not m:
+            if type(v) is not str or not _DATETIME_RE.match(v):
                 raise _bad(ctype, v, "expected YYYY-MM-DD HH:MM:SS[.ffffff]")
-            _check_date_parts(*m.groups()[:3])
-            if int(m.group(4)) > 23 or int(m.group(5)) > 59 or int(m.group(6)) > 59:
-                raise _bad(ctype, v, "time of day out of range")
             return v if v[10] == " " else v[:10] + " " + v[11:]
 
         return norm_datetime
@@ -696,8 +696,7 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
         def norm_time(v: Any) -> Any:
             if v is None:
                 return None
-            m = _TIME_RE.match(v) if isinstance(v, str) else None
-            if not m or int(m.group(3)) > 59 or int(m.group(4)) > 59 or int(m.group(2)) > 838:
+            if type(v) is not str or not _TIME_RE.match(v):
                 raise _bad(ctype, v, "expected [-]HH:MM:SS[.ffffff] within ±838:59:59")
             return v
 
@@ -917,6 +916,17 @@ def make_text_parser(ctype: ColumnType, binary: str = "latin1") -> Callable[[str
             return by_name(s)
 
         return parse_enum
+    if fam is Family.INT or fam is Family.YEAR:
+        check = make_normalizer(ctype)
+
+        def parse_int(s: str) -> int:
+            try:
+                i = int(s)
+            except ValueError:
+                raise ValueError_(f"{s[:40]!r} is not a valid {ctype.short_str()} value") from None
+            return check(i)
+
+        return parse_int
     if fam is Family.BIT:
         # the width may be unknown (canal-json writes plain `bit`): accept any 64-bit value
 
@@ -930,7 +940,7 @@ def make_text_parser(ctype: ColumnType, binary: str = "latin1") -> Callable[[str
             return v
 
         return parse_bit
-    if fam in (Family.INT, Family.YEAR, Family.FLOAT, Family.DECIMAL, Family.DATE,
+    if fam in (Family.FLOAT, Family.DECIMAL, Family.DATE,
                Family.DATETIME, Family.TIMESTAMP, Family.TIME):
         return make_normalizer(ctype)
     return _as_text

@@ -32,10 +32,12 @@ class ClaimCheckReader(Protocol):
 class _Shape:
     """A table as rebuilt from messages, with a text parser per column."""
 
-    __slots__ = ("table", "parsers")
+    __slots__ = ("table", "parsers", "mysql_types", "pk")
 
-    def __init__(self, table: TableInfo) -> None:
+    def __init__(self, table: TableInfo, mysql_types: dict[str, str], pk: list[str]) -> None:
         self.table = table
+        self.mysql_types = mysql_types
+        self.pk = pk
         self.parsers: dict[str, Callable[[str], Any]] = {
             c.name: make_text_parser(c.type, "latin1") for c in table.columns
         }
@@ -140,12 +142,13 @@ class CanalJSONDecoder:
         pk = msg.get("pkNames") or []
         if not isinstance(pk, list) or not all(isinstance(n, str) for n in pk):
             raise self._fail(raw, "pkNames", "expected an array of column names or null")
+        # TiCDC writes mysqlType in random order (a Go map): key on data's columns, then compare the maps
+        key = (schema, tname, tuple(first))
+        shape = self._shapes.get(key)
+        if shape is not None and shape.mysql_types == mysql_types and shape.pk == pk:
+            return shape
         names = list(first)
         names.extend(n for n in mysql_types if n not in first)
-        key = (schema, tname, tuple((n, mysql_types.get(n)) for n in names), tuple(pk))
-        shape = self._shapes.get(key)
-        if shape is not None:
-            return shape
         cols = []
         pkset = set(pk)
         for n in names:
@@ -158,7 +161,7 @@ class CanalJSONDecoder:
             except TypeParseError as e:
                 raise self._fail(raw, f"mysqlType.{n}", str(e)) from None
         indexes = [Index(name="PRIMARY", columns=list(pk), primary=True, unique=True)] if pk else []
-        shape = _Shape(TableInfo(schema=schema, table=tname, columns=cols, indexes=indexes))
+        shape = _Shape(TableInfo(schema=schema, table=tname, columns=cols, indexes=indexes), dict(mysql_types), pk)
         if len(self._shapes) > 4096:
             self._shapes.clear()
         self._shapes[key] = shape

@@ -77,6 +77,11 @@ class _TablePlan:
 
 
 def _fill(cols: list[_ColumnPlan], row: dict[str, Any]) -> dict[str, str | None]:
+    if len(row) >= len(cols):
+        try:  # the common case: every column present
+            return {p.name: None if (v := row[p.name]) is None else p.fmt(v) for p in cols}
+        except KeyError:
+            pass
     out: dict[str, str | None] = {}
     for p in cols:
         name = p.name

@@ -1,0 +1,140 @@
+"""canal-json encode/decode throughput on one core, beside a naive stdlib-json baseline in the same run.
+
+    .venv/bin/python bench/canal_json.py [--rows 100000]
+
+The table is a realistic 11-column one: ints, bigint unsigned, decimal, varchar, datetime,
+timestamp, blob, json, enum and a nullable column. Targets (issue 3): encode >= 150k rows/s,
+decode to typed values >= 100k rows/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import time
+from collections.abc import Callable
+
+from changefeed.canal import CanalJSONDecoder, CanalJSONEncoder
+from changefeed.config import build_config
+from changefeed.model import Column, Event, Index, Kind, TableInfo
+
+COLUMNS = [
+    Column("id", "bigint(20)", nullable=False, primary_key=True),
+    Column("user_id", "int(11)", nullable=False),
+    Column("account", "bigint(20) unsigned", nullable=False),
+    Column("amount", "decimal(12,2)", nullable=False),
+    Column("name", "varchar(64)", nullable=False),
+    Column("created_at", "datetime(3)", nullable=False),
+    Column("updated_at", "timestamp(6)", nullable=False),
+    Column("payload", "blob", nullable=True),
+    Column("attrs", "json", nullable=True),
+    Column("status", "enum('new','paid','shipped','cancelled')", nullable=False),
+    Column("note", "varchar(255)", nullable=True),
+]
+TABLE = TableInfo("bench", "orders", COLUMNS, [Index("PRIMARY", ["id"], primary=True, unique=True)], 100, 1)
+
+
+def make_events(n: int) -> list[Event]:
+    rnd = random.Random(42)
+    events = []
+    ts = 429918007904436226
+    for i in range(n):
+        row = {
+            "id": i + 1,
+            "user_id": rnd.randrange(1, 1_000_000),
+            "account": rnd.randrange(0, 1 << 64),
+            "amount": f"{rnd.randrange(0, 10**9)}.{rnd.randrange(100):02d}",
+            "name": f"customer-{rnd.randrange(10**6)}",
+            "created_at": f"2026-11-{rnd.randrange(1, 29):02d} 12:{rnd.randrange(60):02d}:05.123",
+            "updated_at": f"2026-11-{rnd.randrange(1, 29):02d} 13:{rnd.randrange(60):02d}:07.123456",
+            "payload": rnd.randbytes(24),
+            "attrs": '{"k": "v", "n": %d}' % rnd.randrange(1000),
+            "status": rnd.randrange(1, 5),
+            "note": None if i % 3 else "first <order> & co",
+        }
+        ts += 1 << 18
+        events.append(Event(kind=Kind.INSERT, commit_ts=ts, table=TABLE, after=row))
+    return events
+
+
+# --- the naive baseline: stdlib json, types recomputed per row, no precomputation -----------------
+def naive_encode(ev: Event) -> bytes:
+    from changefeed.canal.types import java_sql_type
+    from changefeed.mysqltypes import make_text_formatter
+
+    t = ev.table
+    data = {}
+    sql_type = {}
+    mysql_type = {}
+    for c in t.columns:
+        v = ev.after[c.name]
+        data[c.name] = None if v is None else make_text_formatter(c.type)(v)
+        sql_type[c.name] = java_sql_type(c.type)
+        mysql_type[c.name] = c.type.short_str()
+    msg = {"id": 0, "database": t.schema, "table": t.table, "pkNames": t.pk_names, "isDdl": False,
+           "type": "INSERT", "es": ev.commit_ts >> 18, "ts": int(time.time() * 1000), "sql": "",
+           "sqlType": sql_type, "mysqlType": mysql_type, "old": None, "data": [data],
+           "_tidb": {"commitTs": ev.commit_ts}}
+    return json.dumps(msg, separators=(",", ":")).encode()
+
+
+def naive_decode(raw: bytes) -> dict:
+    msg = json.loads(raw)
+    row = {}
+    for name, text in msg["data"][0].items():
+        mt = msg["mysqlType"][name]
+        if text is None:
+            row[name] = None
+        elif mt.startswith(("int", "bigint", "enum")):
+            row[name] = int(text)
+        elif "blob" in mt or "binary" in mt:
+            row[name] = text.encode("latin-1")
+        else:
+            row[name] = text
+    return row
+
+
+def timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=100_000)
+    args = ap.parse_args()
+    n = args.rows
+    events = make_events(n)
+    cfg = build_config("canal-json", {"enable-tidb-extension": "true"})
+    enc = CanalJSONEncoder(cfg)
+    dec = CanalJSONDecoder(cfg)
+
+    encoded: list[bytes] = []
+    t_enc = timed(lambda: encoded.extend(enc.encode(ev)[0].value for ev in events))  # type: ignore[misc]
+    size = sum(len(v) for v in encoded)
+    t_dec = timed(lambda: [dec.decode(v) for v in encoded])
+    naive: list[bytes] = []
+    t_nenc = timed(lambda: naive.extend(naive_encode(ev) for ev in events))
+    t_ndec = timed(lambda: [naive_decode(v) for v in naive])
+
+    rows = [
+        ("canal-json encode", n / t_enc, size / t_enc, n / t_nenc, 150_000),
+        ("canal-json decode (typed)", n / t_dec, size / t_dec, n / t_ndec, 100_000),
+    ]
+    print(f"canal-json, {n} rows of an 11-column table, one core, {size / n:.0f} bytes/message")
+    print(f"{'benchmark':<28}{'rows/s':>12}{'MB/s':>9}{'baseline rows/s':>18}{'speedup':>9}{'target':>10}  ok")
+    for name, rps, bps, base, target in rows:
+        ok = "yes" if rps >= target else "NO"
+        print(f"{name:<28}{rps:>12,.0f}{bps / 1e6:>9.1f}{base:>18,.0f}{rps / base:>8.1f}x{target:>10,}  {ok}")
+
+
+if __name__ == "__main__":
+    main()

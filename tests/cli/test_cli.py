@@ -1,0 +1,123 @@
+"""The CLI end to end, as a user runs it: the real entry point in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from tests.conftest import ROOT
+
+CANAL_GOLDEN = ROOT / "tests" / "canal" / "golden"
+EXAMPLE = ROOT / "src" / "changefeed" / "examples" / "events.jsonl"
+
+
+def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "changefeed.cli", *args], input=stdin, capture_output=True,
+                          timeout=120)
+
+
+def test_encode_then_decode_round_trip(tmp_path: Path):
+    msgs = tmp_path / "m.jsonl"
+    back = tmp_path / "e.jsonl"
+    r = cli("encode", "-p", "canal-json", "--option", "enable-tidb-extension=true", "-i", str(EXAMPLE),
+            "-o", str(msgs))
+    assert r.returncode == 0, r.stderr
+    assert b"encoded 10 events into 10 canal-json messages" in r.stderr
+    lines = [orjson.loads(x) for x in msgs.read_bytes().splitlines()]
+    assert all(set(m) == {"key", "value"} and m["key"] is None for m in lines)
+    r = cli("decode", "-p", "canal-json", "-i", str(msgs), "-o", str(back))
+    assert r.returncode == 0, r.stderr
+    events = [orjson.loads(x) for x in back.read_bytes().splitlines()]
+    src = [orjson.loads(x) for x in EXAMPLE.read_bytes().splitlines()]
+    assert [e["kind"] for e in events] == [e["kind"] for e in src]
+    assert [e["commitTs"] for e in events] == [e["commitTs"] for e in src]
+    first_insert = next(e for e in events if e["kind"] == "insert")
+    orig = next(e for e in src if e["kind"] == "insert")
+    # values come back typed; enum and set without their names (canal-json's short mysqlType) as index/bitmask
+    assert first_insert["after"]["id"] == orig["after"]["id"]
+    assert first_insert["after"]["digest"] == orig["after"]["digest"]
+    assert first_insert["after"]["status"] == 1 and first_insert["after"]["tags"] == 3
+
+
+def test_stdin_stdout_and_fixed_build_ts():
+    line = (CANAL_GOLDEN / "spec_watermark.events.jsonl").read_bytes()
+    r = cli("encode", "--option", "enable-tidb-extension=true", "--build-ts", "1640007050284", stdin=line)
+    assert r.returncode == 0, r.stderr
+    [msg] = [orjson.loads(x) for x in r.stdout.splitlines()]
+    assert orjson.loads(msg["value"]) == orjson.loads((CANAL_GOLDEN / "spec_watermark.json").read_bytes())
+
+
+def test_watermark_without_extension_gives_no_message():
+    line = (CANAL_GOLDEN / "spec_watermark.events.jsonl").read_bytes()
+    r = cli("encode", stdin=line)
+    assert r.returncode == 0 and r.stdout == b""
+    assert b"encoded 1 events into 0" in r.stderr
+
+
+def test_unknown_protocol_and_option_are_rejected():
+    r = cli("encode", "-p", "canal-xml", stdin=b"")
+    assert r.returncode == 1 and b"unknown protocol 'canal-xml'" in r.stderr
+    r = cli("encode", "--option", "enable-tidb-extensions=true", stdin=b"")
+    assert r.returncode == 1 and b"unknown option(s) enable-tidb-extensions" in r.stderr
+    r = cli("encode", "--option", "avro-decimal-handling-mode=string", stdin=b"")
+    assert r.returncode == 1 and b"does not apply to protocol canal-json" in r.stderr
+    r = cli("encode", "--option", "enable-tidb-extension=maybe", stdin=b"")
+    assert r.returncode == 1 and b"expected true or false" in r.stderr
+    # one line, no traceback, unless asked
+    assert len(r.stderr.strip().splitlines()) == 1 and b"Traceback" not in r.stderr
+
+
+def test_bad_event_line_names_line_and_field(tmp_path: Path):
+    good = EXAMPLE.read_bytes().splitlines()
+    bad = orjson.loads(good[2])
+    bad["after"]["customer_id"] = "forty-two"
+    data = b"\n".join([good[0], good[1], orjson.dumps(bad)]) + b"\n"
+    r = cli("encode", stdin=data)
+    assert r.returncode == 1
+    assert b"line 3" in r.stderr and b"after.customer_id" in r.stderr and b"forty-two" in r.stderr
+
+
+def test_decode_errors_skip_with_dead_letter(tmp_path: Path):
+    enc = cli("encode", "-i", str(EXAMPLE))
+    assert enc.returncode == 0
+    lines = enc.stdout.splitlines()
+    broken = orjson.loads(lines[2])
+    broken["value"] = broken["value"].replace('"type":"INSERT"', '"type":"UPSERT"')
+    truncated = lines[3][:40]
+    feed = b"\n".join([lines[0], lines[1], orjson.dumps(broken), truncated, *lines[4:]]) + b"\n"
+    dead = tmp_path / "dead.jsonl"
+
+    r = cli("decode", stdin=feed)  # default: fail on the first bad message
+    assert r.returncode == 1
+    assert b"line 3" in r.stderr and b"field type" in r.stderr and b"UPSERT" in r.stderr
+
+    r = cli("decode", "--errors", "skip", "--dead-letter", str(dead), stdin=feed)
+    assert r.returncode == 0, r.stderr
+    rejected = [orjson.loads(x) for x in dead.read_bytes().splitlines()]
+    assert [d["line"] for d in rejected] == [3, 4]
+    assert rejected[0]["field"] == "type" and rejected[0]["offset"] is not None
+    assert rejected[1]["offset"] is not None  # where the JSON broke
+    # nothing lost: every rejected line is kept verbatim
+    assert rejected[0]["input"].encode() == orjson.dumps(broken)
+    assert rejected[1]["input"].encode() == truncated
+    decoded = r.stdout.splitlines()
+    assert len(decoded) == len(lines) - 2
+    assert b"2 rejected" in r.stderr
+
+
+def test_debug_shows_traceback():
+    r = cli("encode", "--option", "nope=1", "--debug", stdin=b"")
+    assert r.returncode == 1 and b"Traceback" in r.stderr
+
+
+def test_run_main_job(tmp_path: Path):
+    env = dict(os.environ, COLUMNS="200")
+    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "run", "--out", str(tmp_path)], capture_output=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert b"round trip" in r.stdout and b"10 events equal after decoding" in r.stdout
+    assert (tmp_path / "canal-json.messages.jsonl").exists()
