@@ -50,7 +50,7 @@ def make_events(n: int) -> list[Event]:
             "created_at": f"2026-11-{rnd.randrange(1, 29):02d} 12:{rnd.randrange(60):02d}:05.123",
             "updated_at": f"2026-11-{rnd.randrange(1, 29):02d} 13:{rnd.randrange(60):02d}:07.123456",
             "payload": rnd.randbytes(24),
-            "attrs": '{"k": "v", "n": %d}' % rnd.randrange(1000),
+            "attrs": '{"k": "v", "n": ' + str(rnd.randrange(1000)) + '}',
             "status": rnd.randrange(1, 5),
             "note": None if i % 3 else "first <order> & co",
         }
