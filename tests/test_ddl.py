@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+
+from changefeed.ddl import action_from_canal, action_from_query, canal_type
+
+CASES = [
+    ("CREATE DATABASE IF NOT EXISTS `shop`", "ActionCreateSchema", "QUERY"),
+    ("drop database if exists test", "ActionDropSchema", "QUERY"),
+    ("CREATE TABLE t (a int primary key)", "ActionCreateTable", "CREATE"),
+    ("create table if not exists `db`.`t` like `db`.`u`", "ActionCreateTable", "CREATE"),
+    ("DROP TABLE `t`", "ActionDropTable", "ERASE"),
+    ("TRUNCATE TABLE t", "ActionTruncateTable", "TRUNCATE"),
+    ("RENAME TABLE a TO b", "ActionRenameTable", "RENAME"),
+    ("RENAME TABLE a TO b, c TO d", "ActionRenameTables", "RENAME"),
+    ("ALTER TABLE t RENAME TO u", "ActionRenameTable", "RENAME"),
+    ("CREATE UNIQUE INDEX i ON t (a)", "ActionAddIndex", "CINDEX"),
+    ("ALTER TABLE t ADD INDEX i (a, b)", "ActionAddIndex", "CINDEX"),
+    ("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (a)", "ActionAddPrimaryKey", "CINDEX"),
+    ("DROP INDEX i ON t", "ActionDropIndex", "DINDEX"),
+    ("ALTER TABLE t DROP PRIMARY KEY", "ActionDropPrimaryKey", "DINDEX"),
+    ("ALTER TABLE t ADD COLUMN c varchar(10) DEFAULT 'a,b'", "ActionAddColumn", "ALTER"),
+    ("alter table t add c int", "ActionAddColumn", "ALTER"),
+    ("ALTER TABLE t DROP COLUMN c", "ActionDropColumn", "ALTER"),
+    ("ALTER TABLE t MODIFY COLUMN c bigint", "ActionModifyColumn", "ALTER"),
+    ("ALTER TABLE t CHANGE c d int", "ActionModifyColumn", "ALTER"),
+    ("ALTER TABLE t ALTER COLUMN c SET DEFAULT 5", "ActionSetDefaultValue", "ALTER"),
+    ("ALTER TABLE t COMMENT = 'x'", "ActionModifyTableComment", "ALTER"),
+    ("ALTER TABLE t ADD COLUMN a int, ADD INDEX (a)", "ActionMultiSchemaChange", "ALTER"),
+    ("ALTER TABLE t ADD COLUMN (a int, b int)", "ActionAddColumn", "ALTER"),
+    ("CREATE VIEW v AS SELECT 1", "ActionCreateView", "QUERY"),
+    ("/* comment */ DROP VIEW v", "ActionDropView", "QUERY"),
+    ("ALTER DATABASE d CHARACTER SET utf8mb4", "ActionModifySchemaCharsetAndCollate", "QUERY"),
+    ("SELECT 1", "ActionNone", "QUERY"),
+]
+
+
+@pytest.mark.parametrize(("query", "action", "canal"), CASES)
+def test_action_from_query(query, action, canal):
+    assert action_from_query(query) == action
+    assert canal_type(action) == canal
+    assert action_from_canal(canal, query) == action
