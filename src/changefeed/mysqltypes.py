@@ -14,7 +14,7 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
@@ -556,6 +556,10 @@ def shortest_float32(v: float) -> str:
     return _shortest_float32(v)
 
 
+_F32_BITS = struct.Struct("<I")
+_EXACT = Context(prec=200)  # more digits than any float32 or midpoint has: Decimal arithmetic is exact
+
+
 @lru_cache(maxsize=65536)
 def _shortest_float32(v: float) -> str:
     f = to_float32(v)
@@ -563,16 +567,28 @@ def _shortest_float32(v: float) -> str:
         return "0"
     if f == 0:
         return "-0" if str(f).startswith("-") else "0"
+    # The decimals that read back as f lie between the midpoints to f's neighbours (ends included when
+    # f's mantissa is even); checked exactly, as reading a decimal through float64 first rounds twice
+    # (7.038531e-26). Go prints the shortest of them, and of two the one nearer f.
+    bits = _F32_BITS.unpack(_F32.pack(abs(f)))[0]
+    d = Decimal(abs(f))
+    below = Decimal(_F32.unpack(_F32_BITS.pack(bits - 1))[0])
+    if bits + 1 < 0x7F800000:
+        above = Decimal(_F32.unpack(_F32_BITS.pack(bits + 1))[0])
+    else:  # FLT_MAX: rounding treats the next step up as if the exponent went on
+        above = _EXACT.subtract(_EXACT.multiply(d, 2), below)
+    lo = _EXACT.divide(_EXACT.add(d, below), 2)
+    hi = _EXACT.divide(_EXACT.add(d, above), 2)
+    closed = bits & 1 == 0
     for p in range(1, 10):
-        s = f"{f:.{p}g}"
-        try:
-            if to_float32(float(s)) == f:
-                break
-        except ValueError_:  # a short candidate above FLT_MAX (3.403e+38) is not a float32
-            continue
-    if "e" in s:
-        return format(Decimal(s), "f")
-    return s
+        step = Decimal(1).scaleb(d.adjusted() - p + 1)
+        near = d.quantize(step, rounding=ROUND_HALF_EVEN, context=_EXACT)
+        other = _EXACT.add(near, step) if near < d else _EXACT.subtract(near, step)
+        for c in (near, other):
+            if lo < c < hi or closed and (c == lo or c == hi):
+                text = format(_EXACT.normalize(c), "f")
+                return "-" + text if f < 0 else text
+    raise AssertionError(f"no 9-digit decimal reads back as float32 {f!r}")
 
 
 def go_format_float32(v: float) -> str:
