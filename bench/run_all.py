@@ -1,0 +1,28 @@
+"""Run every benchmark and print one table (rows/s, MB/s, baseline in the same run, target)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import canal_json  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=100_000)
+    args = ap.parse_args()
+    print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, one core used, {args.rows} rows")
+    results = canal_json.run(args.rows)
+    canal_json.print_table(results)
+
+
+if __name__ == "__main__":
+    main()
