@@ -7,13 +7,9 @@ lowercase in both. Outside strings none of these bytes occur, so fixing the whol
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
-
-_SHORT_ESC = re.compile(rb"(?<!\\)((?:\\\\)*)\\([bf])")
-_SHORT_MAP = {b"b": b"\\u0008", b"f": b"\\u000c"}
 
 
 def go_escape(out: bytes) -> bytes:
@@ -27,10 +23,11 @@ def go_escape(out: bytes) -> bytes:
     if b"\xe2\x80" in out:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     if b"\\b" in out or b"\\f" in out:
-        if b"\\\\" in out:  # an escaped backslash may precede a literal b/f: look at the runs
-            out = _SHORT_ESC.sub(lambda m: m.group(1) + _SHORT_MAP[m.group(2)], out)
-        else:
-            out = out.replace(b"\\b", b"\\u0008").replace(b"\\f", b"\\u000c")
+        # an escaped backslash (\\\\) may stand before a literal b or f: split escapes off first, left to
+        # right as a JSON reader does, and rewrite only inside the pieces
+        out = b"\\\\".join(
+            seg.replace(b"\\b", b"\\u0008").replace(b"\\f", b"\\u000c") for seg in out.split(b"\\\\")
+        )
     return out
 
 

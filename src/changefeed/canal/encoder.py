@@ -25,6 +25,10 @@ from ..mysqltypes import _as_text, make_text_formatter
 from ..tso import physical_ms
 from .types import java_sql_type, promoter
 
+_ROW_KINDS = frozenset((Kind.INSERT, Kind.UPDATE, Kind.DELETE))
+_DELETE = Kind.DELETE
+_UPDATE = Kind.UPDATE
+
 # sarama's per-record overhead, which TiCDC adds to key+value when checking max-message-bytes
 MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
 
@@ -51,7 +55,7 @@ class _ColumnPlan:
 class _TablePlan:
     __slots__ = ("table", "cols", "handle_cols", "pk_names", "java_all", "java_handle", "mysql_all",
                  "mysql_handle", "promote_all", "promote_handle", "fill_all", "head", "java_bytes", "mysql_bytes",
-                 "java_cache")
+                 "java_cache", "ncols")
 
     def __init__(self, table: TableInfo, content_compatible: bool) -> None:
         self.table = table
@@ -68,6 +72,7 @@ class _TablePlan:
             for c in table.columns
         ]
         self.handle_cols = [p for p in self.cols if p.is_handle]
+        self.ncols = len(self.cols)
         self.pk_names = list(table.pk_names) or None
         self.java_all = {p.name: p.java for p in self.cols}
         self.java_handle = {p.name: p.java for p in self.handle_cols}
@@ -169,11 +174,25 @@ class CanalJSONEncoder:
         self._plans: dict[int, _TablePlan] = {}
         self._ext = config.enable_tidb_extension
         self._compression = config.large_message_handle_compression
+        self._plain = self._compression == "none"
+        self._limit = config.max_message_bytes
+        self._delete_handle_only = config.delete_only_output_handle_key_columns
 
     # ------------------------------------------------------------------------------------------
     def encode(self, ev: Event) -> list[Message]:
         kind = ev.kind
-        if kind is Kind.INSERT or kind is Kind.UPDATE or kind is Kind.DELETE:
+        if kind in _ROW_KINDS:
+            # hot path: a full row of a known table, small enough, no compression
+            table = ev.table
+            plan = self._plans.get(id(table))
+            if plan is not None and plan.table is table and self._plain:
+                typed_row = ev.before if kind is _DELETE else ev.after
+                if typed_row is not None and len(typed_row) == plan.ncols and not (
+                        kind is _DELETE and self._delete_handle_only):
+                    value = self._row_body_fast(ev, plan, typed_row)
+                    if value is not None and len(value) + MAX_RECORD_OVERHEAD <= self._limit:
+                        return [Message(None, value, None, None, kind, ev.commit_ts, table.schema,  # type: ignore
+                                        table.table, 1)]
             return [self._encode_row(ev)]
         if kind is Kind.DDL:
             return [self._encode_ddl(ev)]
@@ -268,7 +287,7 @@ class CanalJSONEncoder:
     def _row_body_fast(self, ev: Event, plan: _TablePlan, typed_row: dict[str, Any]) -> bytes | None:
         """Full rows: splice precomputed bytes around the row's own JSON."""
         try:
-            if ev.kind is Kind.UPDATE:
+            if ev.kind is _UPDATE:
                 if ev.before is None or len(ev.before) != len(plan.cols):
                     return None
                 if self.config.only_output_updated_columns:
@@ -278,22 +297,17 @@ class CanalJSONEncoder:
                 etype = b"UPDATE"
             else:
                 old = b"null"
-                etype = b"DELETE" if ev.kind is Kind.DELETE else b"INSERT"
+                etype = b"DELETE" if ev.kind is _DELETE else b"INSERT"
             data = gojson.dumps(plan.fill_all(typed_row))
             java = plan.java_for(typed_row)
         except KeyError:
             return None
         ts = ev.commit_ts
-        parts = [
-            plan.head, etype, b'","es":', str(ts >> 18).encode(), b',"ts":', str(self._clock()).encode(),
+        return b"".join((
+            plan.head, etype, b'","es":', b"%d" % (ts >> 18), b',"ts":', b"%d" % self._clock(),
             b',"sql":"","sqlType":', java, b',"mysqlType":', plan.mysql_bytes, b',"old":', old,
-            b',"data":[', data, b"]",
-        ]
-        if self._ext:
-            parts.append(b',"_tidb":{"commitTs":' + str(ts).encode() + b"}}")
-        else:
-            parts.append(b"}")
-        return b"".join(parts)
+            b',"data":[', data, b"]", b',"_tidb":{"commitTs":%d}}' % ts if self._ext else b"}",
+        ))
 
     def _encode_row(self, ev: Event) -> Message:
         table = ev.table
