@@ -270,7 +270,8 @@ class EventReader:
             raise DecodeError(f"unknown kind {obj.get('kind')!r}: expected one of {', '.join(_KINDS)}", field="kind")
         ts = obj.get("commitTs", 0)
         if isinstance(ts, dict) and "$int" in ts:
-            ts = int(ts["$int"])
+            digits = ts["$int"]
+            ts = int(digits) if isinstance(digits, str) and digits.isdigit() else None
         if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts < 1 << 64:
             raise DecodeError("commitTs must be an unsigned 64-bit integer", field="commitTs")
         table = self._table(obj.get("table"), "table")

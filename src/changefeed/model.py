@@ -66,14 +66,14 @@ class TableInfo:
     def refresh(self) -> None:
         """Recompute derived facts after columns or indexes change."""
         self.by_name = {c.name: c for c in self.columns}
-        pk = [c.name for c in self.columns if c.primary_key]
         for idx in self.indexes:
             if idx.primary:
-                pk = list(idx.columns)
-                for name in pk:
+                for name in idx.columns:
                     if name in self.by_name:
                         self.by_name[name].primary_key = True
                 break
+        # in table order, as TiCDC lists them (RowChangedEvent.PrimaryKeyColumnNames)
+        pk = [c.name for c in self.columns if c.primary_key]
         self.pk_names = pk
         if pk:
             self.handle_key = pk

@@ -302,8 +302,12 @@ _DEFAULT_COLLATION = {
 }
 
 
+# TiDB's format.OutputFormat, which CompactStr applies to enum/set elements: a backslash is NOT doubled
+_ELEMENT_ESCAPES = str.maketrans({"\0": "\\0", "'": "''", "\n": "\\n", "\r": "\\r"})
+
+
 def _quote_element(e: str) -> str:
-    return e.replace("\\", "\\\\").replace("'", "''")
+    return e.translate(_ELEMENT_ESCAPES)
 
 
 _NAME_RE = re.compile(
@@ -355,9 +359,9 @@ def _split_args(text: str, pos: int) -> tuple[list[str], int]:
 _ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\", "'": "'", '"': '"'}
 
 
-def _unquote(lit: str) -> str:
+def _unquote(lit: str, text: str) -> str:
     if len(lit) < 2 or lit[0] not in "'\"" or lit[-1] != lit[0]:
-        raise TypeParseError(f"expected a quoted string, got {lit!r}")
+        raise TypeParseError(f"expected a quoted string, got {lit!r} in column type {text!r}")
     q = lit[0]
     body = lit[1:-1]
     out: list[str] = []
@@ -408,7 +412,7 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
         raise TypeParseError(f"unknown column type {raw_name!r} in {text!r}")
     if name in ("enum", "set"):
         # bare `enum`/`set` (canal-json's short mysqlType) leaves the elements unknown
-        elements = tuple(_unquote(a) for a in args if a != "")
+        elements = tuple(_unquote(a, text) for a in args if a != "")
     elif name == "vector":
         pass
     elif args:
@@ -499,6 +503,13 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
             coll = f"{(cs or 'utf8mb4').lower()}_bin"
     else:
         cs, coll = None, None
+    if name in ("text", "blob") and flen != UNSPECIFIED:
+        # TEXT(M) / BLOB(M): TiDB picks the smallest type that holds M characters (ddl adjustBlobTypesFlen)
+        maxlen = _CHARSET_MAXLEN.get("binary" if name == "blob" else (cs or "utf8mb4").lower())
+        if maxlen is not None:
+            size = flen * maxlen
+            name = ("tiny" if size <= 255 else "" if size <= 65535 else "medium" if size <= 16777215 else "long") + name
+            flen = UNSPECIFIED
     if name in ("year",) and flen == UNSPECIFIED:
         flen = 4
     return ColumnType(
@@ -515,6 +526,7 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
 
 
 _FSP_NAMES = ("datetime", "timestamp", "time")
+_CHARSET_MAXLEN = {"binary": 1, "latin1": 1, "ascii": 1, "gbk": 2, "utf8": 3, "utf8mb3": 3, "utf8mb4": 4, "gb18030": 4}
 
 
 # =============================================================================================
@@ -603,8 +615,8 @@ def canonical_float32(v: float) -> float:
 # ranges are in the patterns, so a match needs no further checks (this is on the decode hot path)
 _YMD = r"\d{4}-(?:0\d|1[0-2])-(?:[0-2]\d|3[01])"
 _DATE_RE = re.compile(_YMD + r"\Z")
-_DATETIME_RE = re.compile(_YMD + r"[ T](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?\Z")
-_TIME_RE = re.compile(r"-?(?:[0-7]?\d?\d|8[0-2]\d|83[0-8]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?\Z")
+_DATETIME_RE = re.compile(_YMD + r"[ T](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?\Z")
+_TIME_RE = re.compile(r"-?(?:[0-7]?\d?\d|8[0-2]\d|83[0-8]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?\Z")
 _DECIMAL_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
 
 
@@ -668,6 +680,8 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
                 f = float(v)
             except ValueError:
                 raise _bad(ctype, v, "not a number") from None
+            except OverflowError:  # an int beyond any double
+                raise _bad(ctype, v, "out of range") from None
             if f != f or f in (float("inf"), float("-inf")):
                 f = 0.0  # TiCDC's mounter replaces NaN/Inf by 0
             return canonical_float32(f) if single else f
@@ -745,7 +759,10 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
 
         return norm_str
     if fam is Family.BYTES:
-        pad = ctype.display_length if ctype.name == "binary" else 0
+        # binary(N) is stored right-padded with 0x00; a declared length is also a limit. A bare `binary`
+        # (canal-json's short mysqlType) says nothing about the length.
+        declared = ctype.flen if ctype.name in ("binary", "varbinary") else UNSPECIFIED
+        pad = declared if ctype.name == "binary" and declared != UNSPECIFIED else 0
 
         def norm_bytes(v: Any) -> Any:
             if v is None:
@@ -758,6 +775,8 @@ def make_normalizer(ctype: ColumnType) -> Callable[[Any], Any]:
                     raw = bytes(v)
                 else:
                     raise _bad(ctype, v, 'binary values are {"$b64": ...}')
+            if declared != UNSPECIFIED and len(raw) > declared:
+                raise _bad(ctype, v, f"{len(raw)} bytes, longer than {declared}")
             if pad and len(raw) < pad:
                 raw = raw + b"\0" * (pad - len(raw))
             return raw
@@ -859,12 +878,44 @@ def _identity(v: Any) -> Any:
 
 
 def tidb_json_text(v: Any) -> str:
-    """TiDB's canonical JSON text: `{"k": "v"}`, `[1, 2]` (a space after ':' and ',')."""
+    """TiDB's canonical JSON text (BinaryJSON.String): `{"k": "v"}`, `[1, 2]` (a space after ':' and ',').
+
+    Object keys come out sorted (TiDB stores them sorted by their bytes); numbers and strings as
+    TiDB's marshalFloat64To / jsonMarshalStringTo write them.
+    """
     if isinstance(v, dict):
-        return "{" + ", ".join(orjson.dumps(k).decode() + ": " + tidb_json_text(x) for k, x in v.items()) + "}"
+        return "{" + ", ".join(_tidb_json_str(k) + ": " + tidb_json_text(v[k]) for k in sorted(v)) + "}"
     if isinstance(v, list):
         return "[" + ", ".join(tidb_json_text(x) for x in v) + "]"
-    return orjson.dumps(v).decode()
+    if isinstance(v, str):
+        return _tidb_json_str(v)
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else "true" if v else "false"
+    if isinstance(v, int) and -(1 << 63) <= v < 1 << 64:
+        return str(v)
+    try:
+        f = float(v)  # TiDB reads a number that fits no 64-bit integer as a double
+    except OverflowError:
+        raise ValueError_(f"{v!r} is out of range for a JSON number") from None
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ValueError_(f"{v!r} is not a JSON number")
+    if f == 0 or 1e-6 <= abs(f) < 1e21:
+        return go_format_float64(f)
+    r = repr(f)  # ES6 style, as Go's encoding/json: 1e+21, 1.5e-7
+    return r.replace("e-0", "e-")
+
+
+_JSON_SHORT_ESC = re.compile(r"(?<!\\)((?:\\\\)*)\\([bf])")
+
+
+def _tidb_json_str(s: str) -> str:
+    # orjson escapes as Go does except \b, \f (Go: \u0008, \u000c) and U+2028/U+2029 (Go escapes them)
+    out = orjson.dumps(s).decode()
+    if "\\b" in out or "\\f" in out:
+        out = _JSON_SHORT_ESC.sub(lambda m: m.group(1) + ("\\u0008" if m.group(2) == "b" else "\\u000c"), out)
+    if "\u2028" in out or "\u2029" in out:
+        out = out.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return out
 
 
 def parse_decimal(text: str) -> Decimal:
@@ -934,12 +985,15 @@ def make_text_parser(ctype: ColumnType, binary: str = "latin1") -> Callable[[str
         return parse_enum
     if fam is Family.INT or fam is Family.YEAR:
         check = make_normalizer(ctype)
+        lo, hi = ctype.int_range() if fam is Family.INT else (0, 2155)
 
         def parse_int(s: str) -> int:
             try:
                 i = int(s)
             except ValueError:
                 raise ValueError_(f"{s[:40]!r} is not a valid {ctype.short_str()} value") from None
+            if lo <= i <= hi and fam is Family.INT:
+                return i
             return check(i)
 
         return parse_int

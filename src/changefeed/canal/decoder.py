@@ -120,8 +120,8 @@ class CanalJSONDecoder:
                 raise self._fail(raw, "_tidb", "_tidb.commitTs must be an unsigned 64-bit integer")
             return ts
         es = msg.get("es", 0)
-        if not isinstance(es, int) or isinstance(es, bool) or es < 0:
-            raise self._fail(raw, "es", "expected a millisecond timestamp")
+        if not isinstance(es, int) or isinstance(es, bool) or not 0 <= es < 1 << (64 - PHYSICAL_SHIFT):
+            raise self._fail(raw, "es", "expected a millisecond timestamp that fits a TSO (0 <= es < 2^46)")
         return es << PHYSICAL_SHIFT  # lossy: the logical part of the TSO is not carried
 
     def _ddl(self, msg: dict[str, Any], raw: bytes, etype: str, tidb: dict | None) -> Event:
