@@ -1023,6 +1023,10 @@ class SchemaTracker:
     def tables(self) -> list[TableInfo]:
         return [e.table for e in self._tables.values()]
 
+    def forget(self, schema: str, table: str) -> None:
+        """Drop a definition that can no longer be trusted (a DDL that did not fit it)."""
+        self._tables.pop(_key(schema, table), None)
+
     def _db_defaults(self, schema: str) -> tuple[str | None, str | None]:
         return self._dbs.get(schema.lower(), (None, None))
 

@@ -37,10 +37,17 @@ def test_encode_then_decode_round_trip(tmp_path: Path):
     assert [e["commitTs"] for e in events] == [e["commitTs"] for e in src]
     first_insert = next(e for e in events if e["kind"] == "insert")
     orig = next(e for e in src if e["kind"] == "insert")
-    # values come back typed; enum and set without their names (canal-json's short mysqlType) as index/bitmask
-    assert first_insert["after"]["id"] == orig["after"]["id"]
-    assert first_insert["after"]["digest"] == orig["after"]["digest"]
-    assert first_insert["after"]["status"] == 1 and first_insert["after"]["tags"] == 3
+    # the stream's CREATE TABLE tells the decoder what canal-json leaves out: the whole row comes back
+    assert first_insert["after"] == orig["after"]
+    assert first_insert["table"]["columns"][3]["mysqlType"] == "enum('new','paid','shipped','cancelled')"
+
+    # without the DDL, only canal-json's own facts: enum and set as index and bitmask
+    dml_only = b"\n".join(line for line in msgs.read_bytes().splitlines() if b'isDdl\\":true' not in line)
+    r = cli("decode", stdin=dml_only)
+    assert r.returncode == 0, r.stderr
+    first = orjson.loads(r.stdout.splitlines()[0])
+    assert first["after"]["status"] == 1 and first["after"]["tags"] == 3
+    assert first["table"]["columns"][3]["mysqlType"] == "enum"
 
 
 def test_stdin_stdout_and_fixed_build_ts():

@@ -19,7 +19,8 @@ from ..config import CodecConfig
 from ..ddl import CANAL_DDL_TYPES, action_from_canal
 from ..errors import DecodeError, field_offset
 from ..model import Column, Event, Index, Kind, Row, TableInfo
-from ..mysqltypes import TypeParseError, ValueError_, make_text_parser
+from ..mysqltypes import ColumnType, TypeParseError, ValueError_, make_text_parser
+from ..sqlschema import SchemaError, SchemaTracker
 from ..tso import PHYSICAL_SHIFT
 
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
@@ -65,6 +66,7 @@ class CanalJSONDecoder:
         self.config = config or CodecConfig()
         self._claim_check = claim_check
         self._shapes: dict[tuple, _Shape] = {}
+        self._tracker = SchemaTracker()  # table definitions learnt from the DDL in the stream
         self._compression = self.config.large_message_handle_compression
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
@@ -137,12 +139,20 @@ class CanalJSONDecoder:
             raise self._fail(raw, "database", "database and table must be strings")
         action = action_from_canal(etype, query)
         self._forget(schema, table)
-        t = TableInfo(schema=schema, table=table)
-        ev = Event(kind=Kind.DDL, commit_ts=self._commit_ts(msg, raw, tidb), query=query, ddl_type=action)
-        if action in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
-            ev.pre_table = t
-        else:
-            ev.table = t
+        try:
+            before, after = self._tracker.apply(query, default_schema=schema)
+        except SchemaError:
+            before = after = None  # the statement does not fit what we know: fall back to the message
+            if table:
+                self._tracker.forget(schema, table)
+        ev = Event(kind=Kind.DDL, commit_ts=self._commit_ts(msg, raw, tidb), query=query, ddl_type=action,
+                   table=after, pre_table=before)
+        if before is None and after is None:
+            t = TableInfo(schema=schema, table=table)
+            if action in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
+                ev.pre_table = t
+            else:
+                ev.table = t
         return ev
 
     def _forget(self, schema: str, table: str) -> None:
@@ -166,6 +176,11 @@ class CanalJSONDecoder:
             return shape
         names = list(first)
         names.extend(n for n in mysql_types if n not in first)
+        tracked = self._tracked(schema, tname, names, mysql_types, pk)
+        if tracked is not None:
+            shape = _Shape(tracked, dict(mysql_types), pk)
+            self._shapes[key] = shape
+            return shape
         cols = []
         pkset = set(pk)
         for n in names:
@@ -183,6 +198,32 @@ class CanalJSONDecoder:
             self._shapes.clear()
         self._shapes[key] = shape
         return shape
+
+    def _tracked(self, schema: str, tname: str, names: list[str], mysql_types: dict[str, Any],
+                 pk: list[str]) -> TableInfo | None:
+        """The definition known from this stream's DDL, when it agrees with the message (else None).
+
+        It carries what canal-json leaves out: enum/set members, nullability, defaults, indexes.
+        """
+        t = self._tracker.get(schema, tname)
+        if t is None:
+            return None
+        if set(names) != set(t.by_name) and set(names) != set(t.handle_key):
+            return None  # a DDL this decoder did not see, or a partial image of another shape
+        if pk and set(pk) != set(t.pk_names):
+            return None
+        for n in names:
+            mt = mysql_types.get(n)
+            col = t.by_name.get(n)
+            if col is None or not isinstance(mt, str):
+                return None
+            try:
+                mtype = ColumnType.parse(mt)
+            except TypeParseError:
+                return None
+            if mtype.name != col.type.name or mtype.unsigned != col.type.unsigned:
+                return None
+        return t
 
     def _row(self, shape: _Shape, obj: Any, raw: bytes, fld: str) -> Row:
         if not isinstance(obj, dict):
