@@ -154,6 +154,15 @@ _ALIASES = {
     "long varbinary": "mediumblob",
     "long varchar": "mediumtext",
     "long": "mediumtext",
+    # MySQL's spatial types: TiDB has none; kept as geometry (bytes) so MySQL sources can be read
+    "point": "geometry",
+    "linestring": "geometry",
+    "polygon": "geometry",
+    "multipoint": "geometry",
+    "multilinestring": "geometry",
+    "multipolygon": "geometry",
+    "geometrycollection": "geometry",
+    "geomcollection": "geometry",
     "var_string": "varchar",
 }
 
@@ -315,7 +324,7 @@ _NAME_RE = re.compile(
     r"character\s+varying|char\s+varying|double\s+precision|long\s+varbinary|long\s+varchar|[a-z_][a-z0-9_]*))",
     re.IGNORECASE,
 )
-_WORD_RE = re.compile(r"\s*([A-Za-z0-9_]+|=)")
+_WORD_RE = re.compile(r"\s*(?:[`'\"]([A-Za-z0-9_]+)[`'\"]|([A-Za-z0-9_]+|=))")
 
 
 def _split_args(text: str, pos: int) -> tuple[list[str], int]:
@@ -443,7 +452,7 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
     unsigned = zerofill = binary_attr = False
     cs, coll = charset, collate
     rest = text[pos:]
-    words = [w.lower() for w in _WORD_RE.findall(rest)]
+    words = [(q or w).lower() for q, w in _WORD_RE.findall(rest)]
     leftover = _WORD_RE.sub("", rest).strip()
     if leftover:
         raise TypeParseError(f"unexpected {leftover!r} in column type {text!r}")
@@ -519,7 +528,7 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
         unsigned=unsigned,
         zerofill=zerofill,
         elements=elements,
-        charset=cs.lower() if cs else None,
+        charset=cs.lower() if cs else (coll.split("_", 1)[0].lower() if coll and coll != "binary" else None),
         collate=coll.lower() if coll else None,
         is_bool=is_bool,
     )
