@@ -24,6 +24,8 @@ from ..sqlschema import SchemaError, SchemaTracker
 from ..tso import PHYSICAL_SHIFT
 
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
+_UPDATE = Kind.UPDATE
+_DELETE = Kind.DELETE
 
 
 class ClaimCheckReader(Protocol):
@@ -33,7 +35,7 @@ class ClaimCheckReader(Protocol):
 class _Shape:
     """A table as rebuilt from messages, with a text parser per column."""
 
-    __slots__ = ("table", "parsers", "mysql_types", "pk", "fast")
+    __slots__ = ("table", "parsers", "mysql_types", "pk", "fast", "names")
 
     def __init__(self, table: TableInfo, mysql_types: dict[str, str], pk: list[str]) -> None:
         self.table = table
@@ -43,6 +45,7 @@ class _Shape:
             c.name: make_text_parser(c.type, "latin1") for c in table.columns
         }
         self.fast = _compile_row_parser(self.parsers)
+        self.names = list(self.parsers)
 
 
 def _compile_row_parser(parsers: dict[str, Callable[[str], Any]]) -> Callable[[dict[str, Any]], Row]:
@@ -67,6 +70,7 @@ class CanalJSONDecoder:
         self._claim_check = claim_check
         self._shapes: dict[tuple, _Shape] = {}
         self._tracker = SchemaTracker()  # table definitions learnt from the DDL in the stream
+        self._fast: dict[tuple[str, str], _Shape] = {}  # the last full-row shape of each table
         self._compression = self.config.large_message_handle_compression
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
@@ -82,9 +86,55 @@ class CanalJSONDecoder:
             msg = orjson.loads(value)
         except orjson.JSONDecodeError as e:
             raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
+        if type(msg) is dict and msg.get("isDdl") is False:
+            fast = self._decode_fast(msg)
+            if fast is not None:
+                return fast
         if not isinstance(msg, dict):
             raise DecodeError("a canal-json message is a JSON object", offset=0)
         return self._decode_obj(msg, value)
+
+    def _decode_fast(self, msg: dict[str, Any]) -> list[Event] | None:
+        """One full row of the table the previous message was about: skip the general checks.
+
+        Returns None whenever anything differs; the general path then decodes (and reports errors).
+        """
+        shape = self._fast.get((msg.get("database"), msg.get("table")))
+        if shape is None:
+            return None
+        kind = _DML.get(msg.get("type"))  # type: ignore[arg-type]
+        data = msg.get("data")
+        if kind is None or type(data) is not list or len(data) != 1:
+            return None
+        t = shape.table
+        if msg.get("mysqlType") != shape.mysql_types or (msg.get("pkNames") or []) != shape.pk:
+            return None
+        tidb = msg.get("_tidb")
+        if tidb is None:
+            es = msg.get("es")
+            if type(es) is not int or not 0 <= es < 1 << 46:
+                return None
+            ts = es << PHYSICAL_SHIFT
+        else:
+            ts = tidb.get("commitTs") if type(tidb) is dict and len(tidb) == 1 else None
+            if type(ts) is not int or not 0 <= ts < 1 << 64:
+                return None
+        ncols = len(shape.parsers)
+        d = data[0]
+        if type(d) is not dict or len(d) != ncols or list(d) != shape.names:
+            return None
+        try:
+            row = shape.fast(d)
+            if kind is _UPDATE:
+                old = msg.get("old")
+                if type(old) is not list or len(old) != 1 or type(old[0]) is not dict or len(old[0]) != ncols:
+                    return None
+                return [Event(kind, ts, t, None, shape.fast(old[0]), row)]
+        except Exception:  # noqa: BLE001 - the general path names the problem
+            return None
+        if kind is _DELETE:
+            return [Event(kind, ts, t, None, row)]
+        return [Event(kind, ts, t, None, None, row)]
 
     # ------------------------------------------------------------------------------------------
     def _fail(self, raw: bytes, fld: str, reason: str) -> DecodeError:
@@ -156,6 +206,7 @@ class CanalJSONDecoder:
         return ev
 
     def _forget(self, schema: str, table: str) -> None:
+        self._fast = {k: v for k, v in self._fast.items() if k[0] != schema or (table and k[1] != table)}
         for k in [k for k in self._shapes if k[0] == schema and (not table or k[1] == table)]:
             del self._shapes[k]
 
@@ -264,6 +315,8 @@ class CanalJSONDecoder:
         if not isinstance(data[0], dict):
             raise self._fail(raw, "data[0]", "expected an object")
         shape = self._shape(msg, raw, data[0])
+        if list(data[0]) == shape.names:
+            self._fast[(shape.table.schema, shape.table.table)] = shape
         ts = self._commit_ts(msg, raw, tidb)
         events = []
         for i, d in enumerate(data):  # TiCDC writes one row; official Canal may batch several
