@@ -236,7 +236,8 @@ def test_text_and_blob_lengths_pick_the_type(text, name):
     ('enum("say ""hi""")', ('say "hi"',)),
     ("enum('a\"b')", ('a"b',)),
     ("enum('back\\\\slash')", ("back\\slash",)),  # \\ is one backslash
-    ("enum('tab\\there','nl\\nx','nul\\0','cz\\Z','q\\%')", ("tab\there", "nl\nx", "nul\0", "cz\x1a", "q%")),
+    # MySQL keeps the backslash of \% and \_
+    ("enum('tab\\there','nl\\nx','nul\\0','cz\\Z','q\\%')", ("tab\there", "nl\nx", "nul\0", "cz\x1a", "q\\%")),
     ("enum('a,b','c')", ("a,b", "c")),  # a comma inside an element
     ("enum('(x)',')','(')", ("(x)", ")", "(")),  # parentheses inside elements
     ("enum('')", ("",)),

@@ -365,28 +365,38 @@ def _split_args(text: str, pos: int) -> tuple[list[str], int]:
     raise TypeParseError(f"missing ')' in column type {text!r}")
 
 
-_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\", "'": "'", '"': '"'}
+# MySQL's backslash escapes in string literals; \% and \_ keep their backslash (LIKE patterns)
+_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
 
 
-def _unquote(lit: str, text: str) -> str:
-    if len(lit) < 2 or lit[0] not in "'\"" or lit[-1] != lit[0]:
-        raise TypeParseError(f"expected a quoted string, got {lit!r} in column type {text!r}")
+def unquote_sql_string(lit: str) -> str:
+    """A quoted MySQL string literal's value: backslash escapes as MySQL reads them, doubled quotes."""
     q = lit[0]
     body = lit[1:-1]
+    if "\\" not in body and q + q not in body:
+        return body
     out: list[str] = []
     i = 0
-    while i < len(body):
+    n = len(body)
+    while i < n:
         c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
+        if c == "\\" and i + 1 < n:
+            nxt = body[i + 1]
+            out.append(_ESCAPES.get(nxt, nxt))
             i += 2
-        elif c == q and i + 1 < len(body) and body[i + 1] == q:
+        elif c == q and i + 1 < n and body[i + 1] == q:
             out.append(q)
             i += 2
         else:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def _unquote(lit: str, text: str) -> str:
+    if len(lit) < 2 or lit[0] not in "'\"" or lit[-1] != lit[0]:
+        raise TypeParseError(f"expected a quoted string, got {lit!r} in column type {text!r}")
+    return unquote_sql_string(lit)
 
 
 def _int_arg(text: str, arg: str) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .model import Column, Index, TableInfo
 from .mysqltypes import ColumnType, Family, TypeParseError
+from .mysqltypes import unquote_sql_string as _unquote
 
 __all__ = ["SchemaError", "SchemaTracker", "parse_create_table"]
 
@@ -65,33 +66,6 @@ _TOKEN_RE = re.compile(
     """,
     re.S | re.X,
 )
-
-_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
-
-
-def _unquote(lit: str) -> str:
-    """A MySQL string literal's value (backslash escapes as MySQL reads them, doubled quotes)."""
-    q = lit[0]
-    body = lit[1:-1]
-    if "\\" not in body and q + q not in body:
-        return body
-    out: list[str] = []
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c == "\\" and i + 1 < n:
-            nxt = body[i + 1]
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-        elif c == q and i + 1 < n and body[i + 1] == q:
-            out.append(q)
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
 
 class _Tok:
     __slots__ = ("kind", "text", "start", "end", "up")
