@@ -20,7 +20,7 @@ def go_escape(out: bytes) -> bytes:
         out = out.replace(b">", b"\\u003e")
     if b"&" in out:
         out = out.replace(b"&", b"\\u0026")
-    if b"\xe2\x80" in out:
+    if b"\xe2" in out and b"\xe2\x80" in out:  # memchr first: U+2028/9 are rare
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     if b"\\b" in out or b"\\f" in out:
         # an escaped backslash (\\\\) may stand before a literal b or f: split escapes off first, left to

@@ -91,9 +91,14 @@ class _TablePlan:
 
     def java_for(self, row: dict[str, Any]) -> bytes:
         """sqlType of a full row: constant unless unsigned integers get promoted by their value."""
-        if not self.promote_all:
+        promote = self.promote_all
+        if not promote:
             return self.java_bytes
-        key = tuple(p.promote(row[p.name]) for p in self.promote_all)  # type: ignore[misc]
+        if len(promote) == 1:
+            p = promote[0]
+            key: tuple = (p.promote(row[p.name]),)  # type: ignore[misc]
+        else:
+            key = tuple(p.promote(row[p.name]) for p in promote)  # type: ignore[misc]
         b = self.java_cache.get(key)
         if b is None:
             java = dict(self.java_all)
