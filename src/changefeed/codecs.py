@@ -31,11 +31,22 @@ def _claim_check(cfg: CodecConfig) -> Any:
     return FileClaimCheck(cfg.claim_check_storage_uri)
 
 
-def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None) -> Encoder:
+def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
+                 clock_s: Callable[[], float] | None = None, bootstrap: bool = True) -> Encoder:
+    """The protocol's encoder; for the simple protocol with its BOOTSTRAP cadence (unless bootstrap=False)."""
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONEncoder
 
         return CanalJSONEncoder(cfg, claim_check=_claim_check(cfg), clock_ms=clock_ms)
+    if cfg.protocol == "simple":
+        from .simple import Bootstrapper, BootstrappingEncoder, SimpleEncoder
+
+        enc = SimpleEncoder(cfg, claim_check=_claim_check(cfg), clock_ms=clock_ms)
+        if not bootstrap:
+            return enc
+        kw = {"clock": clock_s} if clock_s is not None else {}
+        b = Bootstrapper(cfg.send_bootstrap_interval_in_sec, cfg.send_bootstrap_in_msg_count, **kw)
+        return BootstrappingEncoder(enc, b, cfg.send_bootstrap_to_all_partition)
     raise _not_yet(cfg)
 
 
@@ -47,4 +58,9 @@ def make_decoder(cfg: CodecConfig) -> Decoder:
         # claim-check locations are file:// URIs, readable without configuring the storage
         reader = FileClaimCheck(cfg.claim_check_storage_uri or "file:///")
         return CanalJSONDecoder(cfg, claim_check=reader)
+    if cfg.protocol == "simple":
+        from .simple import SimpleDecoder
+        from .storage import FileClaimCheck
+
+        return SimpleDecoder(cfg, claim_check=FileClaimCheck(cfg.claim_check_storage_uri or "file:///"))
     raise _not_yet(cfg)

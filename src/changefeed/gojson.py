@@ -12,8 +12,12 @@ from typing import Any
 import orjson
 
 
-def go_escape(out: bytes) -> bytes:
-    """Rewrite orjson output into Go's escaping."""
+def go_escape(out: bytes, short_bf: bool = False) -> bytes:
+    """Rewrite orjson output into Go's escaping.
+
+    short_bf: keep orjson's \\b and \\f, as Go's encoding/json writes them since Go 1.22 (easyjson
+    and goccy/go-json, which canal-json uses, write \\u0008 and \\u000c).
+    """
     if b"<" in out:
         out = out.replace(b"<", b"\\u003c")
     if b">" in out:
@@ -22,7 +26,7 @@ def go_escape(out: bytes) -> bytes:
         out = out.replace(b"&", b"\\u0026")
     if b"\xe2" in out and b"\xe2\x80" in out:  # memchr first: U+2028/9 are rare
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
-    if b"\\b" in out or b"\\f" in out:
+    if not short_bf and (b"\\b" in out or b"\\f" in out):
         # an escaped backslash (\\\\) may stand before a literal b or f: split escapes off first, left to
         # right as a JSON reader does, and rewrite only inside the pieces
         out = b"\\\\".join(
@@ -32,5 +36,10 @@ def go_escape(out: bytes) -> bytes:
 
 
 def dumps(obj: Any) -> bytes:
-    """orjson.dumps with Go's escaping; dict key order is kept (as Go's struct field order)."""
+    """orjson.dumps with easyjson's escaping; dict key order is kept (as Go's struct field order)."""
     return go_escape(orjson.dumps(obj))
+
+
+def dumps_std(obj: Any) -> bytes:
+    """orjson.dumps with Go encoding/json's escaping (Go >= 1.22)."""
+    return go_escape(orjson.dumps(obj), short_bf=True)

@@ -1033,3 +1033,46 @@ def make_text_parser(ctype: ColumnType, binary: str = "latin1") -> Callable[[str
                Family.DATETIME, Family.TIMESTAMP, Family.TIME):
         return make_normalizer(ctype)
     return _as_text
+
+
+# =============================================================================================
+# TiDB's FieldType numbers, as protocols that describe columns write them (simple, debezium)
+# =============================================================================================
+
+
+def tidb_flen(ctype: ColumnType) -> int:
+    """FieldType.GetFlen() of a column TiDB created from this type."""
+    name = ctype.name
+    fam = ctype.family
+    if fam in (Family.DATETIME, Family.TIMESTAMP):
+        fsp = ctype.fsp
+        return 19 + (fsp + 1 if fsp else 0)
+    if fam is Family.TIME:
+        fsp = ctype.fsp
+        return 10 + (fsp + 1 if fsp else 0)
+    if name == "enum":
+        return max((len(e.encode("utf-8")) for e in ctype.elements), default=UNSPECIFIED)
+    if name == "set":
+        if not ctype.elements:
+            return UNSPECIFIED
+        return sum(len(e.encode("utf-8")) for e in ctype.elements) + len(ctype.elements) - 1
+    return ctype.display_length
+
+
+def tidb_decimal(ctype: ColumnType) -> int:
+    """FieldType.GetDecimal(): the scale of decimals, the fsp of time types, 0 elsewhere (-1 for floats)."""
+    fam = ctype.family
+    if fam is Family.DECIMAL:
+        return ctype.scale
+    if fam in _FSP_FAMILIES:
+        return ctype.fsp
+    if fam is Family.FLOAT:
+        return ctype.decimal
+    return 0
+
+
+def tidb_flags(ctype: ColumnType) -> tuple[bool, bool]:
+    """(unsigned, zerofill) as TiDB flags them: YEAR always carries both."""
+    if ctype.name == "year":
+        return True, True
+    return ctype.unsigned, ctype.zerofill
