@@ -1,0 +1,137 @@
+"""The consumer side: schema cache, scenarios 1 and 2 of the spec, bad input, large messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from changefeed.codecs import make_decoder, make_encoder
+from changefeed.config import build_config
+from changefeed.errors import DecodeError
+from changefeed.model import Column, Event, Index, Kind, TableInfo
+from changefeed.simple import SimpleDecoder, SimpleEncoder
+from changefeed.simple.decoder import row_checksum
+
+T1 = TableInfo("d", "t", [Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(10)")],
+               [Index("PRIMARY", ["id"], primary=True, unique=True)], 5, 100)
+T2 = TableInfo("d", "t", [Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(10)"),
+                          Column("w", "bigint")], [Index("PRIMARY", ["id"], primary=True, unique=True)], 5, 200)
+
+
+def ins(t: TableInfo, i: int) -> Event:
+    row = {"id": i, "v": f"v{i}"}
+    if "w" in t.by_name:
+        row["w"] = i * 10
+    return Event(kind=Kind.INSERT, commit_ts=i << 18, table=t, after=row)
+
+
+@pytest.fixture(params=["json", "avro"])
+def codec(request):
+    cfg = build_config("simple", {"encoding-format": request.param})
+    return SimpleEncoder(cfg, clock_ms=lambda: 1), SimpleDecoder(cfg), cfg
+
+
+def test_scenario_1_from_the_start(codec):
+    enc, dec, _ = codec
+    stream = [Event(kind=Kind.DDL, commit_ts=1, table=T1, query="CREATE TABLE d.t (id int primary key, v varchar(10))",
+                    ddl_type="ActionCreateTable"), ins(T1, 1),
+              Event(kind=Kind.DDL, commit_ts=2 << 18, table=T2, pre_table=T1, query="ALTER TABLE d.t ADD w bigint",
+                    ddl_type="ActionAddColumn"), ins(T2, 3)]
+    out = [ev for e in stream for m in enc.encode(e) for ev in dec.decode(m.value)]
+    assert [e.kind.value for e in out] == ["ddl", "insert", "ddl", "insert"]
+    assert out[1].table.version == 100 and out[1].after == {"id": 1, "v": "v1"}
+    assert out[3].table.version == 200 and out[3].after == {"id": 3, "v": "v3", "w": 30}
+    assert out[2].pre_table.version == 100 and dec.pending == 0
+
+
+def test_scenario_2_join_in_the_middle(codec):
+    enc, dec, _ = codec
+    msgs = [enc.encode(ins(T2, i))[0].value for i in range(3)]
+    assert [dec.decode(m) for m in msgs] == [[], [], []]
+    assert dec.pending == 3
+    out = dec.decode(enc.encode(Event(kind=Kind.BOOTSTRAP, table=T2))[0].value)
+    assert [e.kind.value for e in out] == ["bootstrap", "insert", "insert", "insert"]
+    assert [e.after["id"] for e in out[1:]] == [0, 1, 2]  # arrival order kept
+    dec.finish()
+
+
+def test_bounded_buffer_and_unresolved_end_are_errors(codec):
+    enc, _, cfg = codec
+    dec = SimpleDecoder(cfg, max_pending=2)
+    dec.decode(enc.encode(ins(T1, 1))[0].value)
+    dec.decode(enc.encode(ins(T1, 2))[0].value)
+    with pytest.raises(DecodeError, match="already wait for their schema"):
+        dec.decode(enc.encode(ins(T1, 3))[0].value)
+    with pytest.raises(DecodeError, match=r"2 DML messages never got their schema .*d\.t version 100"):
+        dec.finish()
+
+
+def test_bad_messages_are_named():
+    dec = SimpleDecoder(build_config("simple"))
+    with pytest.raises(DecodeError, match="unknown message type 'UPSERT'") as e:
+        dec.decode(b'{"version":1,"type":"UPSERT","commitTs":1,"buildTs":1}')
+    assert e.value.field == "type" and e.value.offset is not None
+    with pytest.raises(DecodeError, match="unknown simple-protocol version 2"):
+        dec.decode(b'{"version":2,"type":"WATERMARK","commitTs":1,"buildTs":1}')
+    with pytest.raises(DecodeError, match="not JSON"):
+        dec.decode(b'{"version":1,')
+    enc = SimpleEncoder(build_config("simple"))
+    dec.decode(enc.encode(Event(kind=Kind.BOOTSTRAP, table=T1))[0].value)
+    bad = orjson.loads(enc.encode(ins(T1, 1))[0].value)
+    bad["data"]["nope"] = "1"
+    with pytest.raises(DecodeError, match="column 'nope' is not in the schema of d.t version 100") as e:
+        dec.decode(orjson.dumps(bad))
+    assert e.value.field == "data.nope"
+
+
+def test_checksums_are_verified():
+    dec = SimpleDecoder(build_config("simple"))
+    enc = SimpleEncoder(build_config("simple"))
+    dec.decode(enc.encode(Event(kind=Kind.BOOTSTRAP, table=T1))[0].value)
+    msg = orjson.loads(enc.encode(ins(T1, 1))[0].value)
+    good = row_checksum(T1, {"id": 1, "v": "v1"})
+    msg["checksum"] = {"version": 1, "corrupted": False, "current": good, "previous": 0}
+    [ev] = dec.decode(orjson.dumps(msg))
+    assert ev.after == {"id": 1, "v": "v1"}
+    msg["checksum"]["current"] = good ^ 1
+    with pytest.raises(DecodeError, match="row checksum mismatch"):
+        dec.decode(orjson.dumps(msg))
+    msg["checksum"] = {"version": 1, "corrupted": True, "current": good, "previous": 0}
+    with pytest.raises(DecodeError, match="marked corrupted"):
+        dec.decode(orjson.dumps(msg))
+
+
+BIG = TableInfo("d", "big", [Column("id", "int", nullable=False, primary_key=True), Column("blob", "longblob")],
+                [Index("PRIMARY", ["id"], primary=True, unique=True)], 9, 1)
+
+
+def test_handle_key_only_and_claim_check(tmp_path: Path):
+    ev = Event(kind=Kind.INSERT, commit_ts=1 << 18, table=BIG, after={"id": 1, "blob": bytes(5000)})
+    cfg = build_config("simple", {"max-message-bytes": "1000", "large-message-handle-option": "handle-key-only"})
+    [m] = SimpleEncoder(cfg).encode(ev)
+    msg = orjson.loads(m.value)
+    assert msg["handleKeyOnly"] is True and msg["data"] == {"id": "1"}
+    uri = f"file://{tmp_path}"
+    cfg = build_config("simple", {"max-message-bytes": "1000", "large-message-handle-option": "claim-check",
+                                  "claim-check-storage-uri": uri})
+    enc = make_encoder(cfg, bootstrap=False)
+    [m] = enc.encode(ev)
+    msg = orjson.loads(m.value)
+    assert msg["claimCheckLocation"].startswith(uri) and msg["handleKeyOnly"] is True
+    dec = make_decoder(build_config("simple"))
+    dec.decode(SimpleEncoder(build_config("simple")).encode(Event(kind=Kind.BOOTSTRAP, table=BIG))[0].value)
+    [full] = dec.decode(m.value)
+    assert full.after == ev.after
+
+
+@pytest.mark.parametrize("codec_name", ["snappy", "lz4"])
+def test_compression(codec_name):
+    cfg = build_config("simple", {"large-message-handle-compression": codec_name})
+    enc, dec = SimpleEncoder(cfg), SimpleDecoder(cfg)
+    dec.decode(enc.encode(Event(kind=Kind.BOOTSTRAP, table=T1))[0].value)
+    raw = enc.encode(ins(T1, 4))[0].value
+    assert not raw.startswith(b"{")
+    [ev] = dec.decode(raw)
+    assert ev.after == {"id": 4, "v": "v4"}
