@@ -59,6 +59,7 @@ class TableInfo:
     by_name: dict[str, Column] = field(init=False, repr=False)
     pk_names: list[str] = field(init=False, repr=False)
     handle_key: list[str] = field(init=False, repr=False)
+    explicit_pk: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.refresh()
@@ -74,19 +75,23 @@ class TableInfo:
                 break
         # in table order, as TiCDC lists them (RowChangedEvent.PrimaryKeyColumnNames)
         pk = [c.name for c in self.columns if c.primary_key]
-        self.pk_names = pk
+        self.explicit_pk = bool(pk)
         if pk:
-            self.handle_key = pk
+            self.pk_names = self.handle_key = pk
             return
-        # TiDB's handle key without a primary key: the first unique index whose columns are NOT NULL
+        # without a primary key, TiDB (like MySQL) takes the first unique index whose columns are all
+        # NOT NULL as the implicit primary key: its columns get the PRI flag and are the handle key
+        implicit: list[str] = []
         for idx in self.indexes:
-            if idx.unique and all(
+            if idx.unique and idx.columns and all(
                 n in self.by_name and self.by_name[n].nullable is False for n in idx.columns
             ):
-                self.handle_key = list(idx.columns)
-                return
-        uk = [c.name for c in self.columns if c.unique_key and c.nullable is False]
-        self.handle_key = uk[:1]
+                implicit = list(idx.columns)
+                break
+        else:
+            implicit = [c.name for c in self.columns if c.unique_key and c.nullable is False][:1]
+        self.handle_key = implicit
+        self.pk_names = [c.name for c in self.columns if c.name in implicit]
 
     @property
     def qualified(self) -> str:

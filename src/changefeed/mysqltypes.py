@@ -1072,7 +1072,9 @@ def tidb_decimal(ctype: ColumnType) -> int:
 
 
 def tidb_flags(ctype: ColumnType) -> tuple[bool, bool]:
-    """(unsigned, zerofill) as TiDB flags them: YEAR always carries both."""
+    """(unsigned, zerofill) as TiDB flags them: YEAR always carries both, BIT is unsigned."""
     if ctype.name == "year":
         return True, True
+    if ctype.name == "bit":
+        return True, False  # TiDB flags BIT unsigned too
     return ctype.unsigned, ctype.zerofill

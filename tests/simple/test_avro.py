@@ -84,3 +84,32 @@ def test_watermark_and_ddl_records():
     dts = {c["name"]: c["dataType"] for c in schema["columns"]}
     assert dts["dec"]["decimal"] == 2 and dts["e"]["elements"] == ["x", "y"] and dts["id"]["unsigned"] is True
     assert dts["s"]["unsigned"] is None  # TiCDC writes unsigned/zerofill only for numeric types
+
+
+@pytest.mark.parametrize("kind", ["insert", "update", "delete"])
+@pytest.mark.parametrize("only_handle", [False, True])
+def test_fast_writer_matches_fastavro_byte_for_byte(kind, only_handle):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    cfg = build_config("simple", {"encoding-format": "avro"})
+    enc = SimpleEncoder(cfg, clock_ms=lambda: 1234567)
+    plan = enc._plan(T)
+    ints = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
+    rows = st.fixed_dictionaries({
+        "id": st.integers(min_value=0, max_value=(1 << 64) - 1), "i": st.none() | ints,
+        "f": st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False),
+        "g": st.none() | st.floats(allow_nan=False, allow_infinity=False),
+        "ts": st.none() | st.just("2026-01-02 03:04:05.678"), "b": st.none() | st.binary(max_size=8),
+        "s": st.none() | st.text(max_size=8), "e": st.none() | st.integers(0, 2),
+        "dec": st.none() | st.just("-1.25")})
+
+    @settings(max_examples=60, deadline=None)
+    @given(rows, rows, st.integers(min_value=0, max_value=(1 << 64) - 1))
+    def check(before, after, ts):
+        ev = Event(kind=Kind(kind), commit_ts=ts, table=T, before=None if kind == "insert" else before,
+                   after=None if kind == "delete" else after)
+        fast = enc._row_value(ev, plan, only_handle, None)
+        assert fast == enc._row_value_reference(ev, plan, only_handle, None)
+
+    check()

@@ -54,3 +54,26 @@ def test_decoder_reads_the_spec_examples_in_order():
     assert dele.before == evs["delete"].before
     assert ins.table.by_name["score"].type.name == "float"
     dec.finish()  # nothing left waiting
+
+
+def test_json_fast_path_matches_the_reference_encoding():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from changefeed.model import Event, Kind
+
+    t = events()["insert"].table
+    enc = SimpleEncoder(build_config("simple"), clock_ms=lambda: 42)
+    plan = enc._plan(t)
+    rows = st.fixed_dictionaries({"id": st.integers(-(1 << 31), (1 << 31) - 1), "name": st.none() | st.text(),
+                                  "age": st.none() | st.integers(-(1 << 31), (1 << 31) - 1),
+                                  "score": st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False)})
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.sampled_from(["insert", "update", "delete"]), rows, rows)
+    def check(kind, before, after):
+        ev = Event(kind=Kind(kind), commit_ts=7, table=t, before=None if kind == "insert" else before,
+                   after=None if kind == "delete" else after)
+        assert enc._row_value(ev, plan, False, None) == enc._row_value_reference(ev, plan, False, None)
+
+    check()

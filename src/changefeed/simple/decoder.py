@@ -195,7 +195,9 @@ class SimpleDecoder:
             return msg
         buf = io.BytesIO(value)
         try:
-            rec = fastavro.schemaless_reader(buf, self._schema, None, return_record_name=True)
+            # TiCDC writes a BIT column's default as raw bytes in an Avro string: keep them readable
+            rec = fastavro.schemaless_reader(buf, self._schema, None, return_record_name=True,
+                                             handle_unicode_errors="surrogateescape")
         except Exception as e:  # noqa: BLE001 - fastavro raises many kinds; all mean bad input
             raise DecodeError(f"not a simple-protocol Avro message: {e}", offset=buf.tell()) from None
         if isinstance(rec, tuple):

@@ -25,6 +25,7 @@ from ..errors import EncodeError, MessageTooLarge
 from ..eventline import Message
 from ..model import Event, Kind, Row, TableInfo
 from ..mysqltypes import Family, make_text_formatter
+from .avrowriter import DMLWriter
 from .schema import table_schema
 
 MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
@@ -41,7 +42,8 @@ def load_avro_schema() -> Any:
 class _Plan:
     """Per table: the column order for Go's sorted maps and a formatter per column."""
 
-    __slots__ = ("table", "names", "json_fmt", "avro_fmt", "handle", "schema")
+    __slots__ = ("table", "names", "json_fmt", "avro_fmt", "handle", "schema", "avro_writer", "json_fill",
+                 "json_head", "json_version")
 
     def __init__(self, table: TableInfo, tz: str) -> None:
         self.table = table
@@ -51,11 +53,33 @@ class _Plan:
         self.avro_fmt = {c.name: _avro_formatter(c.type, tz) for c in cols}
         self.handle = set(table.handle_key)
         self.schema: dict[str, Any] | None = None
+        self.avro_writer: DMLWriter | None = None
+        self.json_fill: Callable[[Row], dict[str, Any]] | None = None
+        self.json_head = b""
+        self.json_version = b""
 
     def table_schema(self) -> dict[str, Any]:
         if self.schema is None:
             self.schema = table_schema(self.table)
         return self.schema
+
+
+_TYPES = {Kind.INSERT: b"INSERT", Kind.UPDATE: b"UPDATE", Kind.DELETE: b"DELETE"}
+
+
+def _compile_json_fill(plan: _Plan) -> Callable[[Row], dict[str, Any]]:
+    """The `data`/`old` object of a full row, unrolled per column in sorted-name order (the hot path).
+
+    Raises KeyError when a column is missing; the caller then takes the general path.
+    """
+    env: dict[str, Any] = {}
+    body = []
+    for i, name in enumerate(plan.names):
+        env[f"f{i}"] = plan.json_fmt[name]
+        body.append(f"        {name!r}: None if (v{i} := row[{name!r}]) is None else f{i}(v{i}),")
+    src = "def fill(row):\n    return {\n" + "\n".join(body) + "\n    }\n"
+    exec(compile(src, "<simple json fill>", "exec"), env)
+    return env["fill"]
 
 
 def _json_formatter(ctype: Any, tz: str) -> Callable[[Any], Any]:
@@ -152,12 +176,14 @@ class SimpleEncoder:
         else:
             value = gojson.dumps_std({"version": VERSION, "type": "BOOTSTRAP", "commitTs": 0,
                                       "buildTs": self._clock(), "tableSchema": schema})
-        return Message(key=None, value=self._finish(value), kind=Kind.BOOTSTRAP, schema=t.schema, table=t.table)
+        value = self._check_size(self._finish(value), "BOOTSTRAP", t)
+        return Message(key=None, value=value, kind=Kind.BOOTSTRAP, schema=t.schema, table=t.table)
 
     def _ddl(self, ev: Event) -> Message:
         after, before = ev.table, ev.pre_table
-        if after is None and before is not None and ev.ddl_type in ("ActionDropTable", "ActionDropView"):
-            after = before  # TiCDC's DDL event for DROP TABLE carries the dropped table as its TableInfo
+        if ev.ddl_type in ("ActionDropTable", "ActionDropView"):
+            # TiCDC's DROP TABLE event carries the dropped table as both its TableInfo and PreTableInfo
+            after = before = before if before is not None else after
         schema = self._plan(after).table_schema() if after is not None and after.columns else None
         pre = self._plan(before).table_schema() if before is not None and before.columns else None
         dtype = canal_type(ev.ddl_type or "ActionNone")
@@ -180,8 +206,17 @@ class SimpleEncoder:
                 msg["preTableSchema"] = pre
             value = gojson.dumps_std(msg)
         subject = ev.subject
-        return Message(key=None, value=self._finish(value), kind=Kind.DDL, commit_ts=ev.commit_ts,
+        value = self._check_size(self._finish(value), "DDL", subject)
+        return Message(key=None, value=value, kind=Kind.DDL, commit_ts=ev.commit_ts,
                        schema=subject.schema if subject else None, table=subject.table if subject else None)
+
+    def _check_size(self, value: bytes, what: str, t: TableInfo | None) -> bytes:
+        """DDL and BOOTSTRAP messages have no large-message fallback in TiCDC: too large is an error."""
+        length = len(value) + MAX_RECORD_OVERHEAD
+        if length > self.config.max_message_bytes:
+            raise MessageTooLarge(f"simple {what} message for {t.qualified if t else '(no table)'} is {length} "
+                                  f"bytes, over max-message-bytes={self.config.max_message_bytes}")
+        return value
 
     # ------------------------------------------------------------------------------------------
     def _image(self, plan: _Plan, row: Row | None, only_handle: bool) -> dict[str, Any] | None:
@@ -200,6 +235,58 @@ class SimpleEncoder:
         return out
 
     def _row_value(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None) -> bytes:
+        kind = ev.kind
+        if kind is not Kind.DELETE and ev.after is None or kind is not Kind.INSERT and ev.before is None:
+            raise EncodeError(f"{kind} event for {plan.table.qualified} lacks its "
+                              f"{'after' if kind is not Kind.DELETE and ev.after is None else 'before'} image")
+        if self.avro:
+            w = plan.avro_writer
+            if w is None:
+                w = plan.avro_writer = DMLWriter(plan.table, self._tz)
+            only = plan.handle if only_handle else None
+            data = w.image(ev.after, only) if kind is not Kind.DELETE else b"\x00"
+            old = w.image(ev.before, only) if kind is not Kind.INSERT else b"\x00"
+            return w.message(kind.value.upper(), ev.commit_ts, self._clock(), data, old, location, only_handle)
+        if not only_handle and location is None and plan.table.table and plan.table.schema:
+            fast = self._json_fast(ev, plan)
+            if fast is not None:
+                return fast
+        return self._row_value_reference(ev, plan, only_handle, location)
+
+    def _json_fast(self, ev: Event, plan: _Plan) -> bytes | None:
+        """Full rows: a byte template around the row images (same bytes as the reference path)."""
+        fill = plan.json_fill
+        if fill is None:
+            fill = plan.json_fill = _compile_json_fill(plan)
+            t = plan.table
+            head = b'{"version":1,"database":' + gojson.dumps_std(t.schema) + b',"table":' + gojson.dumps_std(t.table)
+            if t.table_id:
+                head += b',"tableID":%d' % t.table_id
+            plan.json_head = head + b',"type":"'
+            plan.json_version = b',"schemaVersion":%d' % t.version if t.version else b""
+        n = len(plan.names)
+        kind = ev.kind
+        try:
+            if kind is Kind.INSERT:
+                if len(ev.after) != n:  # type: ignore[arg-type]
+                    return None
+                images = b',"data":' + gojson.dumps_std(fill(ev.after))
+            elif kind is Kind.DELETE:
+                if len(ev.before) != n:  # type: ignore[arg-type]
+                    return None
+                images = b',"old":' + gojson.dumps_std(fill(ev.before))
+            else:
+                if len(ev.after) != n or len(ev.before) != n:  # type: ignore[arg-type]
+                    return None
+                images = (b',"data":' + gojson.dumps_std(fill(ev.after)) + b',"old":'
+                          + gojson.dumps_std(fill(ev.before)))
+        except KeyError:
+            return None
+        return b"".join((plan.json_head, _TYPES[kind], b'","commitTs":%d,"buildTs":%d' % (ev.commit_ts, self._clock()),
+                         plan.json_version, images, b"}"))
+
+    def _row_value_reference(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None) -> bytes:
+        """The straightforward encoding (fastavro for Avro); the tests hold the fast path to it."""
         t = plan.table
         kind = ev.kind
         data = self._image(plan, ev.after, only_handle) if kind is not Kind.DELETE else None

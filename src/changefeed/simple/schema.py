@@ -16,7 +16,7 @@ from ..mysqltypes import UNSPECIFIED, ColumnType, Family, tidb_decimal, tidb_fla
 
 def _pk_is_handle(t: TableInfo) -> bool:
     """TiDB's PKIsHandle: a one-column integer primary key is the row id and has no index of its own."""
-    if len(t.pk_names) != 1:
+    if len(t.pk_names) != 1 or not t.explicit_pk:
         return False
     col = t.by_name.get(t.pk_names[0])
     return col is not None and col.type.family is Family.INT
@@ -78,7 +78,7 @@ def index_schemas(t: TableInfo) -> list[dict[str, Any]]:
             "nullable": any(t.by_name[c].nullable is not False for c in idx.columns if c in t.by_name),
             "columns": list(idx.columns),
         })
-    if handle or (t.pk_names and not any(i.primary for i in t.indexes)):
+    if handle or (t.pk_names and not any(i["primary"] for i in out)):
         out.append({"name": "primary", "unique": True, "primary": True, "nullable": False,
                     "columns": list(t.pk_names)})
     return out
@@ -158,6 +158,10 @@ def table_from_schema(obj: dict[str, Any]) -> TableInfo:
         string_like = dt["mysqlType"] in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
                                           "set")
         default = c.get("default")
+        if dt["mysqlType"] == "bit" and isinstance(default, str):
+            # JSON writes the number; TiCDC's Avro the raw bytes (read back with surrogateescape)
+            default = int(default) if default.isdigit() else int.from_bytes(
+                default.encode("utf-8", "surrogateescape"), "big")
         cols.append(Column(
             name=c["name"],
             mysql_type=type_text(dt),
