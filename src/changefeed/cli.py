@@ -21,7 +21,7 @@ from rich.table import Table
 from .codecs import make_decoder, make_encoder
 from .config import PROTOCOLS, ConfigError, build_config, parse_option_pairs
 from .errors import ChangefeedError, DecodeError
-from .eventline import EventReader, EventWriter, message_from_line, message_to_line, read_lines
+from .eventline import EventReader, EventWriter, Message, message_from_line, message_to_line, read_lines
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -158,6 +158,21 @@ def encode(
         err.print(f"encoded {n_events} events into {n_msgs} {protocol} messages{skipped}", highlight=False)
 
 
+def _finish_decoder(decoder: object, errors: str, dead: _DeadLetter) -> None:
+    """Messages a decoder still holds at the end (simple-protocol DML that never got its schema)."""
+    finish = getattr(decoder, "finish", None)
+    if finish is None:
+        return
+    try:
+        finish()
+    except DecodeError as e:
+        if errors == "fail":
+            raise
+        for raw in decoder.take_pending():  # type: ignore[attr-defined]
+            dead.put(0, message_to_line(Message(key=None, value=raw)), e)
+        err.print(f"[yellow]skipped:[/] {e}", highlight=False)
+
+
 @app.command()
 def decode(
     protocol: ProtocolOpt = "canal-json",
@@ -192,6 +207,7 @@ def decode(
                     for ev in events:
                         kinds[ev.kind.value] += 1
                         fout.write(writer.line(ev) + b"\n")
+                _finish_decoder(decoder, errors, dead)
         finally:
             dead.close()
         detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))

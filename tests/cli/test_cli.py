@@ -128,3 +128,25 @@ def test_run_main_job(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert b"round trip" in r.stdout and b"8 events equal after decoding" in r.stdout  # watermarks need _tidb
     assert (tmp_path / "canal-json.messages.jsonl").exists()
+
+
+def test_simple_protocol_end_to_end_and_unresolved_dml_go_to_dead_letter(tmp_path: Path):
+    for fmt in ("json", "avro"):
+        r = cli("encode", "-p", "simple", "--option", f"encoding-format={fmt}", "-i", str(EXAMPLE))
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        back = cli("decode", "-p", "simple", "--option", f"encoding-format={fmt}", stdin=r.stdout)
+        assert back.returncode == 0, back.stderr
+        kinds = [orjson.loads(x)["kind"] for x in back.stdout.splitlines()]
+        assert kinds.count("bootstrap") == 2 and kinds.count("insert") == 3  # a bootstrap before each version
+    # a consumer that never sees a schema: at the end the waiting DML are an error, or dead letters
+    enc = cli("encode", "-p", "simple", "-i", str(EXAMPLE))
+    dml = b"\n".join(x for x in enc.stdout.splitlines() if b'\\"type\\":\\"INSERT' in x) + b"\n"
+    r = cli("decode", "-p", "simple", stdin=dml)
+    assert r.returncode == 1 and b"never got their schema" in r.stderr
+    dead = tmp_path / "dead.jsonl"
+    r = cli("decode", "-p", "simple", "--errors", "skip", "--dead-letter", str(dead), stdin=dml)
+    assert r.returncode == 0 and r.stdout == b""
+    kept = [orjson.loads(orjson.loads(x)["input"])["value"] for x in dead.read_bytes().splitlines()]
+    assert len(kept) == 3 and all('"type":"INSERT"' in v for v in kept)
+    assert lines  # the avro run produced messages too

@@ -142,6 +142,12 @@ class SimpleDecoder:
         if t is not None and t.columns:
             self._tables[(t.schema, t.table, t.version or 0)] = _Parsers(t)
 
+    def take_pending(self) -> list[bytes]:
+        """The raw messages still waiting for a schema (for a dead-letter file); the buffer is emptied."""
+        out = [raw for _, raw in self._pending]
+        self._pending.clear()
+        return out
+
     def finish(self) -> None:
         """At the end of a stream: DML still waiting for a schema is an error, not a silent loss."""
         if self._pending:
