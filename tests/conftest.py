@@ -26,3 +26,42 @@ def cfg():
         return build_config(protocol, {k.replace("_", "-"): v for k, v in opts.items()})
 
     return make
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url():
+    """A real schema registry (Apicurio, Confluent API) on 127.0.0.1; the test fails if it cannot start."""
+    import subprocess
+    import time
+    import urllib.request
+
+    port = _free_port()
+    log = open(ROOT / ".cache" / "registry-test.log", "wb") if (ROOT / ".cache").exists() else subprocess.DEVNULL
+    proc = subprocess.Popen([str(ROOT / "scripts" / "registry"), "run", str(port)], stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}/apis/ccompat/v7"
+    deadline = time.time() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/subjects", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"the schema registry exited with {proc.returncode} (see .cache/registry-test.log)")
+            if time.time() > deadline:
+                proc.kill()
+                pytest.fail("the schema registry did not answer within 180 s (see .cache/registry-test.log)")
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -124,6 +124,7 @@ def encode(
     errors: Annotated[str, typer.Option(help="on a bad event line: fail or skip")] = "fail",
     dead_letter: Annotated[Path | None, typer.Option(help="append rejected lines here")] = None,
     build_ts: Annotated[int | None, typer.Option(help="fixed build time (ms) for the volatile `ts` fields")] = None,
+    topic: Annotated[str | None, typer.Option(help="topic expression, e.g. tidb_{schema}_{table} (avro)")] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Event lines in, message lines out."""
@@ -131,7 +132,7 @@ def encode(
         if errors not in ("fail", "skip"):
             raise ConfigError(f"--errors must be fail or skip, got {errors!r}")
         cfg = build_config(protocol, parse_option_pairs(option or []))
-        encoder = make_encoder(cfg, clock_ms=(lambda: build_ts) if build_ts is not None else None)
+        encoder = make_encoder(cfg, clock_ms=(lambda: build_ts) if build_ts is not None else None, topic=topic)
         reader = EventReader()
         dead = _DeadLetter(dead_letter)
         n_events = n_msgs = 0
@@ -278,6 +279,38 @@ def run(
             for line in report.problems[:20]:
                 err.print(f"  {line}", highlight=False)
             raise typer.Exit(1)
+
+
+@app.command()
+def schema(
+    protocol: ProtocolOpt = "avro",
+    option: OptionOpt = None,
+    input: InOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """The key and value Avro schemas the encoder would register, one JSON object per table (no registry needed)."""
+    with _reported(debug):
+        opts = parse_option_pairs(option or [])
+        cfg = build_config(protocol, opts)
+        if cfg.protocol != "avro":
+            raise ConfigError(f"schema prints Avro schemas: protocol {protocol} has none to register")
+        from .avro.schema import key_schema, value_schema
+
+        reader = EventReader()
+        seen: set[tuple] = set()
+        out = sys.stdout.buffer
+        with _open_in(input) as fin:
+            for lineno, line in read_lines(fin):
+                try:
+                    ev = reader.parse(line)
+                except DecodeError as e:
+                    raise e.located(f"line {lineno}") from None
+                for t in (ev.table, ev.pre_table):
+                    if t is None or not t.columns or t.signature() in seen:
+                        continue
+                    seen.add(t.signature())
+                    out.write(orjson.dumps({"schema": t.schema, "table": t.table,
+                                            "key": key_schema(t, cfg), "value": value_schema(t, cfg)}) + b"\n")
 
 
 def main() -> None:

@@ -31,8 +31,17 @@ def _claim_check(cfg: CodecConfig) -> Any:
     return FileClaimCheck(cfg.claim_check_storage_uri)
 
 
+def _registry(cfg: CodecConfig) -> Any:
+    if not cfg.schema_registry:
+        raise ConfigError(f"protocol {cfg.protocol} needs a schema registry: --option schema-registry=http://host:port")
+    from .avro import SchemaRegistry
+
+    return SchemaRegistry(cfg.schema_registry)
+
+
 def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
-                 clock_s: Callable[[], float] | None = None, bootstrap: bool = True) -> Encoder:
+                 clock_s: Callable[[], float] | None = None, bootstrap: bool = True,
+                 topic: str | None = None) -> Encoder:
     """The protocol's encoder; for the simple protocol with its BOOTSTRAP cadence (unless bootstrap=False)."""
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONEncoder
@@ -47,6 +56,11 @@ def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
         kw = {"clock": clock_s} if clock_s is not None else {}
         b = Bootstrapper(cfg.send_bootstrap_interval_in_sec, cfg.send_bootstrap_in_msg_count, **kw)
         return BootstrappingEncoder(enc, b, cfg.send_bootstrap_to_all_partition)
+    if cfg.protocol == "avro":
+        from .avro import AvroEncoder
+        from .avro.encoder import DEFAULT_TOPIC
+
+        return AvroEncoder(cfg, _registry(cfg), topic=topic or DEFAULT_TOPIC)
     raise _not_yet(cfg)
 
 
@@ -63,4 +77,8 @@ def make_decoder(cfg: CodecConfig) -> Decoder:
         from .storage import FileClaimCheck
 
         return SimpleDecoder(cfg, claim_check=FileClaimCheck(cfg.claim_check_storage_uri or "file:///"))
+    if cfg.protocol == "avro":
+        from .avro import AvroDecoder
+
+        return AvroDecoder(cfg, _registry(cfg))
     raise _not_yet(cfg)
