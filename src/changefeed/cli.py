@@ -25,7 +25,7 @@ from .eventline import EventReader, EventWriter, Message, message_from_line, mes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
 
 ProtocolOpt = Annotated[str, typer.Option("--protocol", "-p", help=f"one of {', '.join(PROTOCOLS)}")]
 OptionOpt = Annotated[list[str] | None, typer.Option("--option", help="codec option K=V, sink-URI spelling")]

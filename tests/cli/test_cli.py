@@ -150,3 +150,27 @@ def test_simple_protocol_end_to_end_and_unresolved_dml_go_to_dead_letter(tmp_pat
     kept = [orjson.loads(orjson.loads(x)["input"])["value"] for x in dead.read_bytes().splitlines()]
     assert len(kept) == 3 and all('"type":"INSERT"' in v for v in kept)
     assert lines  # the avro run produced messages too
+
+
+def test_avro_cli_encode_decode_and_schema(schema_registry_url, tmp_path: Path):
+    opt = ["--option", f"schema-registry={schema_registry_url}", "--option", "enable-tidb-extension=true"]
+    r = cli("encode", "-p", "avro", *opt, "--topic", "cli_{schema}_{table}", "-i", str(EXAMPLE))
+    assert r.returncode == 0, r.stderr
+    msgs = [orjson.loads(x) for x in r.stdout.splitlines()]
+    assert {m["topic"] for m in msgs} == {"cli_shop_orders"}
+    assert all(m["value"] is None or m["value"]["$b64"] for m in msgs)  # binary: base64 in message lines
+    back = cli("decode", "-p", "avro", *opt, stdin=r.stdout)
+    assert back.returncode == 0, back.stderr
+    kinds = [orjson.loads(x)["kind"] for x in back.stdout.splitlines()]
+    assert kinds == ["insert", "insert", "update", "delete", "insert"]
+    # no registry needed to see the schemas
+    s = cli("schema", "-p", "avro", "-i", str(EXAMPLE))
+    assert s.returncode == 0, s.stderr
+    tables = [orjson.loads(x) for x in s.stdout.splitlines()]
+    assert [(t["schema"], t["table"]) for t in tables] == [("shop", "orders"), ("shop", "orders")]
+    assert tables[0]["key"]["fields"][0]["name"] == "id"
+    assert len(tables[1]["value"]["fields"]) == len(tables[0]["value"]["fields"]) + 1  # after ADD COLUMN
+    bad = cli("encode", "-p", "avro", *opt, "--topic", "everything", "-i", str(EXAMPLE))
+    assert bad.returncode == 1 and b"must contain {schema} and {table}" in bad.stderr
+    missing = cli("encode", "-p", "avro", "-i", str(EXAMPLE))
+    assert missing.returncode == 1 and b"needs a schema registry" in missing.stderr
