@@ -14,8 +14,8 @@ import struct
 from typing import Any
 
 import fastavro
-import orjson
 
+from .. import gojson
 from ..config import CodecConfig
 from ..ddl import ACTIONS
 from ..errors import EncodeError, MessageTooLarge
@@ -106,7 +106,7 @@ class AvroEncoder:
             if not ext:
                 return []
             t = ev.subject
-            body = orjson.dumps({"query": ev.query or "", "type": ACTIONS.get(ev.ddl_type or "ActionNone", 0),
+            body = gojson.dumps_std({"query": ev.query or "", "type": ACTIONS.get(ev.ddl_type or "ActionNone", 0),
                                  "schema": t.schema if t else "", "table": t.table if t else "",
                                  "commitTs": ev.commit_ts})
             return [Message(key=None, value=DDL_BYTE + body, kind=kind, commit_ts=ev.commit_ts,

@@ -149,7 +149,7 @@ def _default(col: Column, cfg: CodecConfig) -> Any:
         if t.name == "decimal":
             return str(d)
         if fam is Family.BYTES:
-            raw = d.encode("latin-1") if isinstance(d, str) else bytes(d)
+            raw = d.encode("utf-8") if isinstance(d, str) else bytes(d)  # the literal's bytes, as TiDB keeps them
             return base64.b64encode(raw).decode("ascii")
     except (ValueError, OverflowError):
         return str(d)
