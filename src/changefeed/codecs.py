@@ -61,6 +61,10 @@ def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
         from .avro.encoder import DEFAULT_TOPIC
 
         return AvroEncoder(cfg, _registry(cfg), topic=topic or DEFAULT_TOPIC)
+    if cfg.protocol == "debezium":
+        from .debezium import DebeziumEncoder
+
+        return DebeziumEncoder(cfg, clock_ms=clock_ms)
     raise _not_yet(cfg)
 
 
@@ -81,4 +85,8 @@ def make_decoder(cfg: CodecConfig) -> Decoder:
         from .avro import AvroDecoder
 
         return AvroDecoder(cfg, _registry(cfg))
+    if cfg.protocol == "debezium":
+        from .debezium import DebeziumDecoder
+
+        return DebeziumDecoder(cfg)
     raise _not_yet(cfg)
