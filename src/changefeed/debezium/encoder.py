@@ -30,15 +30,15 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
 def go_json_float(v: float, bits: int = 64) -> str:
-    """A float as Go's encoding/json writes it: shortest digits, positional, but 'e' form below 1e-6 and
-    from 1e21 (with Go's "e-07" -> "e-7" clean-up)."""
+    """A float as TiCDC's jsoniter writer prints it: shortest digits, positional, but 'e' form (with a
+    two-digit exponent, "1e-07") below 1e-6 and from 1e21."""
     if bits == 32:
         v = float(shortest_float32(v))
     a = abs(v)
     if a != 0 and (a < 1e-6 or a >= 1e21):
         mant, _, exp = repr(v).partition("e")
         sign, digits = exp[0], exp[1:].lstrip("0") or "0"
-        return f"{mant}e-{digits}" if sign == "-" and len(digits) == 1 else f"{mant}e{sign}{digits.zfill(2)}"
+        return f"{mant}e{sign}{digits.zfill(2)}"
     return go_format_float32(v) if bits == 32 else go_format_float64(v)
 
 
@@ -341,7 +341,7 @@ class DebeziumEncoder:
         if ev.is_row:
             return [self._row(ev)]
         if ev.kind is Kind.WATERMARK:
-            return [self._watermark(ev.commit_ts)]
+            return self._watermark(ev.commit_ts)
         return []  # DDL: to come (REFERENCE-NOTES §5); BOOTSTRAP belongs to the simple protocol
 
     def _row(self, ev: Event) -> Message:
@@ -374,15 +374,19 @@ class DebeziumEncoder:
         return Message(key=_dumps(key), value=_dumps(value), kind=ev.kind, commit_ts=ev.commit_ts,
                        schema=t.schema, table=t.table, rows=1)
 
-    def _watermark(self, ts: int) -> Message:
+    def _watermark(self, ts: int) -> list[Message]:
+        if not self.config.enable_tidb_extension:
+            return []  # TiCDC sends debezium watermarks only with the TiDB extension
         base = f"{_sanitize(self.cluster)}.watermark"
         key: dict[str, Any] = {"payload": {}}
-        payload = {"source": self._source(None, ts), "op": "m", "ts_ms": self._clock(), "transaction": None}
+        payload = {"source": self._source(None, ts), "ts_ms": self._clock(), "transaction": None, "op": "m"}
         value: dict[str, Any] = {"payload": payload}
         if not self.config.debezium_disable_schema:
             key["schema"] = {"type": "struct", "name": f"{base}.Key", "optional": False, "fields": []}
-            value["schema"] = _envelope(base, [])
-        return Message(key=_dumps(key), value=_dumps(value), kind=Kind.WATERMARK, commit_ts=ts)
+            env = _envelope(base, [])
+            env["fields"] = env["fields"][2:3] + [env["fields"][3], env["fields"][4], env["fields"][5]]
+            value["schema"] = env
+        return [Message(key=_dumps(key), value=_dumps(value), kind=Kind.WATERMARK, commit_ts=ts)]
 
 
 def _bit_default(d: str | int, n: int) -> int:
@@ -453,7 +457,7 @@ def _dumps(obj: Any) -> bytes:
             return [mark(v) for v in o]
         return o
 
-    out = gojson.dumps_std(mark(obj))
+    out = gojson.dumps_jsoniter(mark(obj))
     if raws:
         for i, r in enumerate(raws):
             out = out.replace(f'"\\u0000RAW{i}\\u0000"'.encode(), r.encode(), 1)
