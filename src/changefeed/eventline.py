@@ -107,6 +107,8 @@ def table_to_json(t: TableInfo) -> dict[str, Any]:
         obj["tableID"] = t.table_id
     if t.version is not None:
         obj["version"] = t.version
+    if t.charset is not None:
+        obj["charset"] = t.charset
     cols = []
     for c in t.columns:
         co: dict[str, Any] = {"name": c.name, "mysqlType": c.mysql_type}
@@ -124,6 +126,8 @@ def table_to_json(t: TableInfo) -> dict[str, Any]:
             co["uniqueKey"] = True
         if c.auto_increment:
             co["autoIncrement"] = True
+        if c.comment:
+            co["comment"] = c.comment
         cols.append(co)
     obj["columns"] = cols
     obj["indexes"] = [
@@ -171,6 +175,7 @@ def table_from_json(obj: Any, path: str = "table") -> TableInfo:
                     primary_key=bool(_opt(rc, "primaryKey", bool, cp)),
                     unique_key=bool(_opt(rc, "uniqueKey", bool, cp)),
                     auto_increment=bool(_opt(rc, "autoIncrement", bool, cp)),
+                    comment=_opt(rc, "comment", str, cp),
                 )
             )
         except TypeParseError as e:
@@ -202,6 +207,7 @@ def table_from_json(obj: Any, path: str = "table") -> TableInfo:
         indexes=idxs,
         table_id=_opt(obj, "tableID", int, path),
         version=_opt(obj, "version", int, path),
+        charset=_opt(obj, "charset", str, path),
     )
 
 

@@ -29,6 +29,7 @@ class Column:
     primary_key: bool = False
     unique_key: bool = False
     auto_increment: bool = False
+    comment: str | None = None
     type: ColumnType = field(init=False, repr=False, compare=False)
     normalize: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
     to_json: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
@@ -55,6 +56,7 @@ class TableInfo:
     indexes: list[Index] = field(default_factory=list)
     table_id: int | None = None
     version: int | None = None
+    charset: str | None = None  # the table's default charset
     # derived, filled by __post_init__
     by_name: dict[str, Column] = field(init=False, repr=False)
     pk_names: list[str] = field(init=False, repr=False)

@@ -68,3 +68,10 @@ def test_bad_input_is_named():
         dec.decode(orjson.dumps(msg))
     with pytest.raises(DecodeError, match="not JSON"):
         dec.decode(b"{")
+
+
+def test_schema_change_event_of_real_debezium():
+    [ev] = DebeziumDecoder().decode((REAL / "doc-schema-change.value.json").read_bytes(),
+                                    (REAL / "doc-schema-change.key.json").read_bytes())
+    assert ev.kind is Kind.DDL and ev.query
+    assert ev.ddl_type != "ActionNone"

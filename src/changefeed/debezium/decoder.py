@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..config import CodecConfig
+from ..ddl import action_from_query
 from ..errors import DecodeError, field_offset
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import Family, canonical_float32
@@ -130,6 +131,31 @@ def _datum(col: Column, semantic: str, v: Any, binary_b64: bool) -> Any:
     return v
 
 
+def _ddl_column(c: dict[str, Any]) -> Column:
+    """A column of a schema-change message back to a MySQL column type."""
+    expr = (c.get("typeExpression") or c.get("typeName") or "text").lower()
+    words = expr.split()
+    base, attrs = words[0], " ".join(words[1:])
+    base = base.split("(")[0]
+    length, scale = c.get("length"), c.get("scale")
+    if base in ("enum", "set") and c.get("enumValues"):
+        text = f"{base}({','.join(c['enumValues'])})"
+    elif base == "decimal" and length:
+        text = f"decimal({length},{int(scale or 0)})"
+    elif base in ("datetime", "timestamp", "time") and length:
+        text = f"{base}({length})"
+    elif base in ("char", "varchar", "binary", "varbinary", "bit", "tinyint", "smallint", "mediumint", "int",
+                  "bigint", "year") and length:
+        text = f"{base}({length})"
+    else:
+        text = base
+    if attrs:
+        text += " " + attrs
+    return Column(name=c["name"], mysql_type=text, charset=c.get("charsetName"), nullable=bool(c.get("optional")),
+                  default=c.get("defaultValueExpression"), auto_increment=bool(c.get("autoIncremented")),
+                  comment=c.get("comment"))
+
+
 class DebeziumDecoder:
     def __init__(self, config: CodecConfig | None = None) -> None:
         self.config = config or CodecConfig(protocol="debezium")
@@ -155,6 +181,36 @@ class DebeziumDecoder:
         self._tables[sig] = (t, semantics)
         return t, semantics
 
+    def _ddl(self, payload: dict[str, Any]) -> Event:
+        src = payload.get("source") or {}
+        ts = src.get("commit_ts") or ((src.get("ts_ms") or 0) << 18)
+        db = payload.get("databaseName") or src.get("db") or ""
+        query = payload.get("ddl") or ""
+        ev = Event(kind=Kind.DDL, commit_ts=ts, query=query, ddl_type=action_from_query(query))
+        changes = payload.get("tableChanges") or []
+        table_name = src.get("table") or ""
+        after = None
+        if changes and isinstance(changes[0], dict):
+            ident = changes[0].get("id") or ""
+            parts = [p.strip('"') for p in ident.split(",")[-1].split(".")]
+            if len(parts) == 2:
+                db, table_name = parts
+            tbl = changes[0].get("table")
+            if isinstance(tbl, dict):
+                cols = [_ddl_column(c) for c in tbl.get("columns") or []]
+                pk = list(tbl.get("primaryKeyColumnNames") or [])
+                for c in cols:
+                    c.primary_key = c.name in pk
+                after = TableInfo(schema=db, table=table_name, columns=cols, charset=tbl.get("defaultCharsetName"),
+                                  indexes=[Index("PRIMARY", pk, primary=True, unique=True)] if pk else [])
+        if after is not None:
+            ev.table = after
+        elif ev.ddl_type in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
+            ev.pre_table = TableInfo(schema=db, table=table_name)
+        else:
+            ev.table = TableInfo(schema=db, table=table_name)
+        return ev
+
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         if value is None:
             return []  # a tombstone: the delete before it already said everything
@@ -169,11 +225,7 @@ class DebeziumDecoder:
         if not isinstance(payload, dict):
             raise DecodeError("missing payload", field="payload", offset=0)
         if "ddl" in payload or "tableChanges" in payload:
-            src = payload.get("source") or {}
-            ts = src.get("commit_ts") or ((src.get("ts_ms") or 0) << 18)
-            db = payload.get("databaseName") or src.get("db") or ""
-            return [Event(kind=Kind.DDL, commit_ts=ts, query=payload.get("ddl", ""), ddl_type=None or "ActionNone",
-                          table=TableInfo(schema=db, table=src.get("table") or ""))]
+            return [self._ddl(payload)]
         op = payload.get("op")
         src = payload.get("source")
         if not isinstance(src, dict):

@@ -342,7 +342,25 @@ class DebeziumEncoder:
             return [self._row(ev)]
         if ev.kind is Kind.WATERMARK:
             return self._watermark(ev.commit_ts)
-        return []  # DDL: to come (REFERENCE-NOTES §5); BOOTSTRAP belongs to the simple protocol
+        if ev.kind is Kind.DDL:
+            return [self._ddl(ev)]
+        return []  # BOOTSTRAP belongs to the simple protocol
+
+    def _ddl(self, ev: Event) -> Message:
+        from . import ddl as dbz_ddl
+
+        changes = dbz_ddl.table_change(ev)
+        t = ev.table if ev.table is not None else ev.pre_table
+        db = t.schema if t else ""
+        key: dict[str, Any] = {"payload": {"databaseName": db}}
+        payload = {"source": self._source(t, ev.commit_ts), "ts_ms": self._clock(), "databaseName": db,
+                   "schemaName": None, "ddl": ev.query or "", "tableChanges": changes}
+        value: dict[str, Any] = {"payload": payload}
+        if not self.config.debezium_disable_schema:
+            key["schema"] = dbz_ddl.KEY_SCHEMA
+            value["schema"] = dbz_ddl.value_schema(SOURCE_SCHEMA)
+        return Message(key=_dumps(key), value=_dumps(value), kind=Kind.DDL, commit_ts=ev.commit_ts,
+                       schema=db, table=t.table if t else None)
 
     def _row(self, ev: Event) -> Message:
         t = ev.table
