@@ -65,6 +65,10 @@ def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
         from .debezium import DebeziumEncoder
 
         return DebeziumEncoder(cfg, clock_ms=clock_ms)
+    if cfg.protocol == "debezium-avro":
+        from .debezium.avro import DebeziumAvroEncoder
+
+        return DebeziumAvroEncoder(cfg, _registry(cfg), topic=topic, clock_ms=clock_ms)
     raise _not_yet(cfg)
 
 
@@ -89,4 +93,8 @@ def make_decoder(cfg: CodecConfig) -> Decoder:
         from .debezium import DebeziumDecoder
 
         return DebeziumDecoder(cfg)
+    if cfg.protocol == "debezium-avro":
+        from .debezium.avro import DebeziumAvroDecoder
+
+        return DebeziumAvroDecoder(cfg, _registry(cfg))
     raise _not_yet(cfg)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 PROTOCOLS = ("canal-json", "simple", "avro", "debezium", "debezium-avro")
-IMPLEMENTED_PROTOCOLS = ("canal-json", "simple", "avro", "debezium")
+IMPLEMENTED_PROTOCOLS = PROTOCOLS
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 

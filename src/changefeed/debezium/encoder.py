@@ -120,6 +120,17 @@ def _bits_le(n: int, v: int) -> str:
     return base64.b64encode((v & ((1 << 64) - 1)).to_bytes(8, "little")[: (n + 7) // 8]).decode("ascii")
 
 
+class _ObjMessage(Message):
+    """A message whose key and value are still objects (JSON or Avro comes later)."""
+
+    __slots__ = ("_key_obj", "_value_obj")
+
+    def __init__(self, key_obj: dict[str, Any], value_obj: dict[str, Any], **kw: Any) -> None:
+        super().__init__(key=None, value=None, **kw)
+        self._key_obj = key_obj
+        self._value_obj = value_obj
+
+
 class _Raw(str):
     """Preformatted JSON number text."""
 
@@ -337,7 +348,19 @@ class DebeziumEncoder:
             return None
         return {c.name: self.field_value(c, row.get(c.name)) for c in t.columns if c.name in row}
 
+    def objects(self, ev: Event) -> list[tuple[dict[str, Any], dict[str, Any], Message]]:
+        """The key and value objects (before JSON) of each message, with the message's metadata."""
+        return [(m._key_obj, m._value_obj, m) for m in self._messages(ev)]  # type: ignore[attr-defined]
+
     def encode(self, ev: Event) -> list[Message]:
+        out = []
+        for m in self._messages(ev):
+            m.key = _dumps(m._key_obj)  # type: ignore[attr-defined]
+            m.value = _dumps(m._value_obj)  # type: ignore[attr-defined]
+            out.append(m)
+        return out
+
+    def _messages(self, ev: Event) -> list[Message]:
         if ev.is_row:
             return [self._row(ev)]
         if ev.kind is Kind.WATERMARK:
@@ -359,7 +382,7 @@ class DebeziumEncoder:
         if not self.config.debezium_disable_schema:
             key["schema"] = dbz_ddl.KEY_SCHEMA
             value["schema"] = dbz_ddl.value_schema(SOURCE_SCHEMA)
-        return Message(key=_dumps(key), value=_dumps(value), kind=Kind.DDL, commit_ts=ev.commit_ts,
+        return _ObjMessage(key, value, kind=Kind.DDL, commit_ts=ev.commit_ts,
                        schema=db, table=t.table if t else None)
 
     def _row(self, ev: Event) -> Message:
@@ -389,7 +412,7 @@ class DebeziumEncoder:
                              "fields": [self.field_schema(c) for c in key_cols]}
             fields = [self.field_schema(c) for c in t.columns if c.name in image]
             value["schema"] = _envelope(base, fields)
-        return Message(key=_dumps(key), value=_dumps(value), kind=ev.kind, commit_ts=ev.commit_ts,
+        return _ObjMessage(key, value, kind=ev.kind, commit_ts=ev.commit_ts,
                        schema=t.schema, table=t.table, rows=1)
 
     def _watermark(self, ts: int) -> list[Message]:
@@ -404,7 +427,7 @@ class DebeziumEncoder:
             env = _envelope(base, [])
             env["fields"] = env["fields"][2:3] + [env["fields"][3], env["fields"][4], env["fields"][5]]
             value["schema"] = env
-        return [Message(key=_dumps(key), value=_dumps(value), kind=Kind.WATERMARK, commit_ts=ts)]
+        return [_ObjMessage(key, value, kind=Kind.WATERMARK, commit_ts=ts)]
 
 
 def _bit_default(d: str | int, n: int) -> int:
