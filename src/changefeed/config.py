@@ -56,6 +56,8 @@ _OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("debezium-disable-schema", "debezium_disable_schema", "bool", ("debezium",)),
     OptionSpec("debezium-output-old-value", "debezium_output_old_value", "bool", ("debezium", "debezium-avro")),
     OptionSpec("cluster-id", "cluster_id", "str", ("debezium", "debezium-avro")),
+    OptionSpec("debezium-output-ddl-and-watermark", "debezium_output_ddl_and_watermark", "bool",
+               ("debezium", "debezium-avro")),
     OptionSpec("time-zone", "time_zone", "str", _ALL),
 )
 OPTIONS: dict[str, OptionSpec] = {o.name: o for o in _OPTIONS}
@@ -85,6 +87,7 @@ class CodecConfig:
     debezium_disable_schema: bool = False
     debezium_output_old_value: bool = True
     cluster_id: str = "default"
+    debezium_output_ddl_and_watermark: bool = True  # false: row changes only, as the spec's TiCDC version
     time_zone: str = "UTC"
     explicit: frozenset[str] = field(default_factory=frozenset)
 

@@ -283,6 +283,9 @@ class EventReader:
         table = self._table(obj.get("table"), "table")
         pre_table = self._table(obj.get("preTable"), "preTable")
         ev = Event(kind=kind, commit_ts=ts, table=table, pre_table=pre_table)
+        pos = obj.get("position")
+        if isinstance(pos, dict):
+            ev.position = pos
         if kind in (Kind.INSERT, Kind.UPDATE, Kind.DELETE):
             if table is None:
                 raise DecodeError(f"a {kind} needs a table", field="table")
@@ -334,6 +337,7 @@ def event_to_obj(ev: Event, table_cache: dict[int, dict] | None = None) -> dict[
         "before": None if ev.before is None else row_to_json(table or ev.pre_table, ev.before),  # type: ignore[arg-type]
         "after": None if ev.after is None else row_to_json(table, ev.after),  # type: ignore[arg-type]
         "ddl": {"query": ev.query, "type": ev.ddl_type} if ev.kind is Kind.DDL else None,
+        **({"position": ev.position} if ev.position else {}),
     }
 
 

@@ -144,6 +144,9 @@ class Event:
     after: Row | None = None
     query: str | None = None
     ddl_type: str | None = None
+    # where the change sits in its source when there is no commit ts to order by (real Debezium's binlog
+    # file/pos/row/gtid); None for TiDB/TiCDC sources
+    position: dict[str, Any] | None = None
 
     @property
     def is_row(self) -> bool:

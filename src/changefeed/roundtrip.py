@@ -41,8 +41,11 @@ def expected_events(events: list[Event], cfg: CodecConfig) -> list[Event]:
             continue  # the producer sends its own, on its cadence: compared apart
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol in ("debezium", "debezium-avro"):
             continue
-        if (ev.kind is Kind.WATERMARK and cfg.protocol in ("debezium", "debezium-avro")
-                and not cfg.enable_tidb_extension):
+        dbz = cfg.protocol in ("debezium", "debezium-avro")
+        if dbz and ev.kind is Kind.DDL and not cfg.debezium_output_ddl_and_watermark:
+            continue
+        if dbz and ev.kind is Kind.WATERMARK and not (cfg.debezium_output_ddl_and_watermark
+                                                      and cfg.enable_tidb_extension):
             continue
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol == "canal-json":
             continue

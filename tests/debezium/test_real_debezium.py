@@ -75,3 +75,31 @@ def test_schema_change_event_of_real_debezium():
                                     (REAL / "doc-schema-change.key.json").read_bytes())
     assert ev.kind is Kind.DDL and ev.query
     assert ev.ddl_type != "ActionNone"
+
+
+def test_real_debezium_events_carry_their_binlog_position():
+    [ev] = DebeziumDecoder().decode((REAL / "doc-create.value.json").read_bytes(),
+                                    (REAL / "doc-create.key.json").read_bytes())
+    assert ev.position["file"].endswith("-bin.000003") and ev.position["pos"] == 154 and ev.position["row"] == 0
+
+
+def test_a_ticdc_message_without_its_key_is_an_error():
+    from pathlib import Path as _P
+
+    line = (_P(__file__).parent / "golden" / "ticdc" / "default.messages.jsonl").read_bytes().splitlines()
+    ref = next(orjson.loads(x) for x in line if b'"insert-1"' in x)
+    with pytest.raises(DecodeError, match="without its key") as e:
+        DebeziumDecoder().decode(ref["value"].encode(), None)
+    assert e.value.field == "key"
+
+
+def test_option_to_leave_out_ddl_and_watermark():
+    from changefeed.config import build_config
+    from changefeed.debezium import DebeziumEncoder
+    from changefeed.model import Event, TableInfo
+
+    cfg = build_config("debezium", {"debezium-output-ddl-and-watermark": "false", "enable-tidb-extension": "true"})
+    enc = DebeziumEncoder(cfg)
+    assert enc.encode(Event(kind=Kind.WATERMARK, commit_ts=5)) == []
+    assert enc.encode(Event(kind=Kind.DDL, commit_ts=5, table=TableInfo("d", "t"), query="TRUNCATE TABLE t",
+                            ddl_type="ActionTruncateTable")) == []

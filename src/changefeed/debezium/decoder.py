@@ -240,6 +240,8 @@ class DebeziumDecoder:
             raise DecodeError(f"unknown op {op!r}: expected c, r, u, d or m", field="payload.op",
                               offset=field_offset(value, "op"))
         keys: list[str] = []
+        if key is None and src.get("connector") == "TiCDC":
+            raise DecodeError(f"a TiCDC {op!r} message without its key (TiCDC always writes one)", field="key")
         if key is not None:
             try:
                 k = orjson.loads(key)
@@ -287,6 +289,10 @@ class DebeziumDecoder:
             return out
 
         ev = Event(kind=kind, commit_ts=ts, table=t)
+        if src.get("commit_ts") is None:
+            # real Debezium: no TSO; the binlog position orders the changes (ts_ms only to the millisecond)
+            ev.position = {k: src.get(k) for k in ("server_id", "gtid", "file", "pos", "row", "ts_ms")
+                           if src.get(k) is not None}
         if kind is not Kind.INSERT:
             ev.before = row(before, "before")
             if ev.before is None and kind is Kind.UPDATE:

@@ -363,6 +363,8 @@ class DebeziumEncoder:
     def _messages(self, ev: Event) -> list[Message]:
         if ev.is_row:
             return [self._row(ev)]
+        if not self.config.debezium_output_ddl_and_watermark:
+            return []  # the spec's version: "DDL and WATERMARK events are ignored"
         if ev.kind is Kind.WATERMARK:
             return self._watermark(ev.commit_ts)
         if ev.kind is Kind.DDL:
