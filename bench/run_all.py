@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import canal_json  # noqa: E402
+import debezium  # noqa: E402
 import simple  # noqa: E402
 
 
@@ -21,10 +22,11 @@ def main() -> None:
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
-    results = canal_json.run(args.rows) + simple.run(args.rows)
+    results = canal_json.run(args.rows) + simple.run(args.rows) + debezium.run(max(args.rows // 5, 1000))
     canal_json.print_table(results)
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
-    print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion")
+    print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
+    print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
 
 
 if __name__ == "__main__":
