@@ -85,3 +85,24 @@ def test_ddl_messages_decode_to_the_table_definition():
 
         assert shape(ev.table) == shape(orig.table)
         assert ev.table.pk_names == orig.table.pk_names
+
+
+def test_fast_datetime_formatter_matches_the_reference():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from changefeed.debezium.encoder import _datetime_value
+    from changefeed.model import Column, TableInfo
+
+    for fsp in (0, 3, 6):
+        t = TableInfo("d", "t", [Column("c", f"datetime({fsp})" if fsp else "datetime")])
+        enc = DebeziumEncoder(build_config("debezium", {"debezium-disable-schema": "true"}))
+        fmt = enc._plan(t).cols[0][3]
+
+        @settings(max_examples=200, deadline=None)
+        @given(st.datetimes(min_value=__import__("datetime").datetime(1000, 1, 1)))
+        def check(d, fmt=fmt, fsp=fsp):
+            v = d.strftime("%Y-%m-%d %H:%M:%S") + (f".{d.microsecond:06d}"[:fsp + 1] if fsp else "")
+            assert fmt(v) == b"%d" % _datetime_value(v, fsp)
+
+        check()

@@ -535,8 +535,22 @@ def _value_formatter(enc: DebeziumEncoder, col: Column) -> Callable[[Any], bytes
         return dec_fmt
     if fam is Family.DATETIME:
         fsp = t.fsp
+        days_of: dict[str, int | None] = {}
 
         def dt_fmt(v: Any) -> bytes:
+            # the usual "YYYY-MM-DD HH:MM:SS[.f]": the day from a cache, the time of day by slicing
+            if len(v) >= 19 and v[10] == " " and v[13] == ":" and v[16] == ":":
+                d = v[:10]
+                days = days_of.get(d, -1)
+                if days == -1:
+                    days = _date_days(d) if d[:2] not in ("00",) else None
+                    if len(days_of) < 4096:
+                        days_of[d] = days
+                if days is not None and v[11:19].replace(":", "").isdigit():
+                    frac = v[20:26]
+                    micros = ((days * 86400 + int(v[11:13]) * 3600 + int(v[14:16]) * 60 + int(v[17:19])) * 1_000_000
+                              + (int((frac + "00000")[:6]) if frac else 0))
+                    return b"%d" % (micros // 1000 if fsp <= 3 else micros)
             r = _datetime_value(v, fsp) if v != "CURRENT_TIMESTAMP" else 0
             return b"%d" % r if r is not None else _json_text(enc.field_value(col, v))
 
