@@ -1078,3 +1078,39 @@ def tidb_flags(ctype: ColumnType) -> tuple[bool, bool]:
     if ctype.name == "bit":
         return True, False  # TiDB flags BIT unsigned too
     return ctype.unsigned, ctype.zerofill
+
+
+def name_to_enum_index(ctype: ColumnType, name: str) -> int:
+    """A member name to its 1-based index; 0 (MySQL's error value) for a name that is not a member."""
+    return ctype.elements.index(name) + 1 if name in ctype.elements else 0
+
+
+def names_to_set_mask(ctype: ColumnType, names: str) -> int:
+    """Comma-joined member names to the set's bitmask; names that are not members are left out."""
+    mask = 0
+    for part in names.split(",") if names else []:
+        if part in ctype.elements:
+            mask |= 1 << ctype.elements.index(part)
+    return mask
+
+
+def split_escaped_list(s: str) -> list[str]:
+    """A comma-joined list whose members escape `,` and `\\` with a backslash (Avro/Connect `allowed`)."""
+    out: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            cur.append(s[i + 1])
+            i += 2
+            continue
+        if c == ",":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if s:
+        out.append("".join(cur))
+    return out

@@ -21,7 +21,13 @@ from ..config import CodecConfig
 from ..ddl import ACTIONS
 from ..errors import DecodeError
 from ..model import Column, Event, Index, Kind, Row, TableInfo
-from ..mysqltypes import Family, canonical_float32
+from ..mysqltypes import (
+    Family,
+    canonical_float32,
+    name_to_enum_index,
+    names_to_set_mask,
+    split_escaped_list,
+)
 from .registry import SchemaRegistry, SchemaRegistryError
 
 _MASK64 = (1 << 64) - 1
@@ -41,7 +47,7 @@ def _column_from_field(f: dict[str, Any]) -> Column:
     if tt == "DECIMAL":
         mysql = f"decimal({t.get('precision', 10)},{t.get('scale', 0)})" if t.get("logicalType") else "decimal(65,30)"
     elif tt in ("ENUM", "SET"):
-        elems = _split_allowed(params.get("allowed", ""))
+        elems = split_escaped_list(params.get("allowed", ""))
         mysql = f"{tt.lower()}(" + ",".join("'" + e.replace("\\", "\\\\").replace("'", "''") + "'"
                                             for e in elems) + ")"
     elif tt == "BIT":
@@ -58,24 +64,6 @@ def _column_from_field(f: dict[str, Any]) -> Column:
     return Column(name=f["name"], mysql_type=mysql, nullable=nullable,
                   default=default if not isinstance(default, dict | list) else None)
 
-
-def _split_allowed(s: str) -> list[str]:
-    out, cur, i = [], [], 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            cur.append(s[i + 1])
-            i += 2
-            continue
-        if c == ",":
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if s:
-        out.append("".join(cur))
-    return out
 
 
 def _datum(col: Column, v: Any) -> Any:
@@ -94,13 +82,9 @@ def _datum(col: Column, v: Any) -> Any:
     if t.name == "float":
         return canonical_float32(v)
     if fam is Family.ENUM:
-        return t.elements.index(v) + 1 if v in t.elements else 0
+        return name_to_enum_index(t, v)
     if fam is Family.SET:
-        mask = 0
-        for part in v.split(",") if v else []:
-            if part in t.elements:
-                mask |= 1 << t.elements.index(part)
-        return mask
+        return names_to_set_mask(t, v)
     return v
 
 

@@ -18,7 +18,13 @@ from ..config import CodecConfig
 from ..ddl import action_from_query
 from ..errors import DecodeError, field_offset
 from ..model import Column, Event, Index, Kind, Row, TableInfo
-from ..mysqltypes import Family, canonical_float32
+from ..mysqltypes import (
+    Family,
+    canonical_float32,
+    name_to_enum_index,
+    names_to_set_mask,
+    split_escaped_list,
+)
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _OPS = {"c": Kind.INSERT, "r": Kind.INSERT, "u": Kind.UPDATE, "d": Kind.DELETE}
@@ -45,7 +51,7 @@ def _mysql_type(f: dict[str, Any]) -> str:
         return f"bit({params.get('length', '64')})"
     if name in ("io.debezium.data.Enum", "io.debezium.data.EnumSet"):
         kind = "enum" if name.endswith("Enum") else "set"
-        elems = _split(params.get("allowed", ""))
+        elems = split_escaped_list(params.get("allowed", ""))
         return f"{kind}(" + ",".join("'" + e.replace("\\", "\\\\").replace("'", "''") + "'" for e in elems) + ")"
     if name == "io.debezium.data.Json":
         return "json"
@@ -56,23 +62,6 @@ def _mysql_type(f: dict[str, Any]) -> str:
     return {"boolean": "bit(1)", "int16": "smallint", "int32": "int", "int64": "bigint", "float": "float",
             "double": "double", "bytes": "blob"}.get(typ, "text")
 
-
-def _split(s: str) -> list[str]:
-    out, cur, i = [], [], 0
-    while i < len(s):
-        if s[i] == "\\" and i + 1 < len(s):
-            cur.append(s[i + 1])
-            i += 2
-            continue
-        if s[i] == ",":
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(s[i])
-        i += 1
-    if s:
-        out.append("".join(cur))
-    return out
 
 
 def _infer(v: Any) -> str:
@@ -113,13 +102,9 @@ def _datum(col: Column, semantic: str, v: Any, binary_b64: bool) -> Any:
             return int(v)
         return int.from_bytes(base64.b64decode(v), "little")
     if fam is Family.ENUM:
-        return t.elements.index(v) + 1 if v in t.elements else 0
+        return name_to_enum_index(t, v)
     if fam is Family.SET:
-        mask = 0
-        for part in v.split(",") if v else []:
-            if part in t.elements:
-                mask |= 1 << t.elements.index(part)
-        return mask
+        return names_to_set_mask(t, v)
     if fam is Family.BYTES:
         return base64.b64decode(v) if binary_b64 and isinstance(v, str) else v
     if t.name == "decimal":
