@@ -608,13 +608,26 @@ class _Plan:
         return f(row)
 
 
+_CONTROL_BF = re.compile("[\x08\x0c]")  # orjson writes these short; jsoniter as \\u0008 / \\u000c
+
+
 def _compile_fill(cols: list) -> Callable[[Row], bytes]:
     """An object of column values unrolled per column (the hot path); KeyError on a missing column."""
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {"dumps": orjson.dumps, "ctl": _CONTROL_BF}
     parts = []
     for i, (c, key, dflt, fmt) in enumerate(cols):
         env[f"k{i}"], env[f"d{i}"], env[f"f{i}"] = (b"," if i else b"{") + key, dflt, fmt
-        parts.append(f"k{i}, d{i} if (v{i} := row[{c.name!r}]) is None else f{i}(v{i})")
+        t = c.type
+        v = f"v{i}"
+        # the commonest types inline (no call): in-range signed ints, plain str text
+        if t.family is Family.INT and not t.unsigned:
+            lo, hi = t.int_range()
+            expr = f'(b"%d" % {v} if {lo} <= {v} <= {hi} else f{i}({v}))'
+        elif t.family in (Family.STRING, Family.JSON):
+            expr = f"(dumps({v}) if {v}.__class__ is str and not ctl.search({v}) else f{i}({v}))"
+        else:
+            expr = f"f{i}({v})"
+        parts.append(f"k{i}, d{i} if ({v} := row[{c.name!r}]) is None else {expr}")
     src = "def fill(row):\n    return b''.join((" + ", ".join(parts) + (", " if parts else "") + "b'}'))\n"
     if not parts:
         src = "def fill(row):\n    return b'{}'\n"
