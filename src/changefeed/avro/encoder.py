@@ -18,15 +18,15 @@ import fastavro
 from .. import gojson
 from ..config import CodecConfig
 from ..ddl import ACTIONS
-from ..errors import EncodeError, MessageTooLarge
+from ..errors import EncodeError
 from ..eventline import Message
+from ..largemsg import record_length, too_large
 from ..model import Event, Kind, TableInfo
 from ..routing import TopicExpression
 from ..tso import physical_ms
 from .registry import SchemaRegistry, SchemaRegistryError
 from .schema import avro_value, key_columns, key_schema, sanitize, schema_text, value_schema
 
-MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
 DEFAULT_TOPIC = "tidb_{schema}_{table}"
 DDL_BYTE = b"\x01"
 CHECKPOINT_BYTE = b"\x02"
@@ -143,9 +143,8 @@ class AvroEncoder:
                 value = reg.value_header + self._write(reg.value_schema, rec)
             except (ValueError, TypeError) as e:
                 raise EncodeError(f"cannot write a row of {t.qualified} as Avro: {e}") from None
-        length = len(key or b"") + len(value or b"") + MAX_RECORD_OVERHEAD
+        length = record_length(key, value)
         if length > cfg.max_message_bytes:
-            raise MessageTooLarge(f"avro message for {t.qualified} at commitTs {ev.commit_ts} is {length} bytes, "
-                                  f"over max-message-bytes={cfg.max_message_bytes}")
+            raise too_large("avro", f"{t.qualified} at commitTs {ev.commit_ts}", length, cfg.max_message_bytes)
         return Message(key=key, value=value, topic=reg.topic, kind=ev.kind, commit_ts=ev.commit_ts,
                        schema=t.schema, table=t.table, rows=1)

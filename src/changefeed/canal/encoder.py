@@ -18,8 +18,9 @@ from .. import gojson
 from ..compression import compress
 from ..config import CodecConfig
 from ..ddl import canal_type
-from ..errors import EncodeError, MessageTooLarge
+from ..errors import EncodeError
 from ..eventline import Message
+from ..largemsg import claim_check_envelope, record_length, too_large
 from ..model import Event, Kind, TableInfo
 from ..mysqltypes import _as_text, make_text_formatter
 from ..tso import physical_ms
@@ -29,8 +30,6 @@ _ROW_KINDS = frozenset((Kind.INSERT, Kind.UPDATE, Kind.DELETE))
 _DELETE = Kind.DELETE
 _UPDATE = Kind.UPDATE
 
-# sarama's per-record overhead, which TiCDC adds to key+value when checking max-message-bytes
-MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
 
 
 class ClaimCheckWriter(Protocol):
@@ -195,7 +194,7 @@ class CanalJSONEncoder:
                 if typed_row is not None and len(typed_row) == plan.ncols and not (
                         kind is _DELETE and self._delete_handle_only):
                     value = self._row_body_fast(ev, plan, typed_row)
-                    if value is not None and len(value) + MAX_RECORD_OVERHEAD <= self._limit:
+                    if value is not None and record_length(None, value) <= self._limit:
                         return [Message(None, value, None, None, kind, ev.commit_ts, table.schema,  # type: ignore
                                         table.table, 1)]
             return [self._encode_row(ev)]
@@ -321,34 +320,26 @@ class CanalJSONEncoder:
         plan = self._plan(table)
         value = self._finish(self._row_body(ev, plan, False, None))
         limit = self.config.max_message_bytes
-        length = len(value) + MAX_RECORD_OVERHEAD
+        length = record_length(None, value)
         if length > limit:
             cfg = self.config
+            what = f"{table.qualified} at commitTs {ev.commit_ts}"
             if cfg.large_message_handle_option == "none":
-                raise MessageTooLarge(
-                    f"canal-json message for {table.qualified} at commitTs {ev.commit_ts} is {length} bytes, "
-                    f"over max-message-bytes={limit}; set large-message-handle-option=handle-key-only "
-                    "or claim-check (with enable-tidb-extension=true), or raise max-message-bytes"
-                )
+                raise too_large("canal-json", what, length, limit,
+                                "set large-message-handle-option=handle-key-only or claim-check (with "
+                                "enable-tidb-extension=true), or raise max-message-bytes")
             if cfg.handle_key_only:
                 value = self._finish(self._row_body(ev, plan, True, None))
-                if len(value) + MAX_RECORD_OVERHEAD > limit:
-                    raise MessageTooLarge(
-                        f"canal-json message for {table.qualified} at commitTs {ev.commit_ts} is still "
-                        f"{len(value) + MAX_RECORD_OVERHEAD} bytes with only the handle-key columns, "
-                        f"over max-message-bytes={limit}"
-                    )
+                if record_length(None, value) > limit:
+                    raise too_large("canal-json", what + " (only the handle-key columns)", record_length(None, value),
+                                    limit)
             if cfg.claim_check:
                 assert self._claim_check is not None
-                name = self._claim_name()
                 stored = value if cfg.claim_check_raw_value else claim_check_envelope(None, value)
-                location = self._claim_check.write(name, stored)
+                location = self._claim_check.write(self._claim_name(), stored)
                 value = self._finish(self._row_body(ev, plan, True, location))
-                if len(value) + MAX_RECORD_OVERHEAD > limit:
-                    raise MessageTooLarge(
-                        f"canal-json claim-check message for {table.qualified} is "
-                        f"{len(value) + MAX_RECORD_OVERHEAD} bytes, over max-message-bytes={limit}"
-                    )
+                if record_length(None, value) > limit:
+                    raise too_large("canal-json claim-check", what, record_length(None, value), limit)
         return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=table.schema,
                        table=table.table, rows=1)
 
@@ -397,13 +388,3 @@ class CanalJSONEncoder:
         }
         value = self._finish(gojson.dumps(msg))
         return [Message(key=None, value=value, kind=Kind.WATERMARK, commit_ts=ts)]
-
-
-def claim_check_envelope(key: bytes | None, value: bytes) -> bytes:
-    """What TiCDC stores in a claim-check file: Go's JSON of {Key, Value []byte} (base64 strings)."""
-    import base64
-
-    return gojson.dumps({
-        "key": None if key is None else base64.b64encode(key).decode("ascii"),
-        "value": base64.b64encode(value).decode("ascii"),
-    })

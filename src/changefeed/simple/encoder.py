@@ -21,14 +21,14 @@ from .. import gojson
 from ..compression import compress
 from ..config import CodecConfig
 from ..ddl import canal_type
-from ..errors import EncodeError, MessageTooLarge
+from ..errors import EncodeError
 from ..eventline import Message
+from ..largemsg import claim_check_envelope, record_length, too_large
 from ..model import Event, Kind, Row, TableInfo
 from ..mysqltypes import Family, make_text_formatter
 from .avrowriter import DMLWriter
 from .schema import table_schema
 
-MAX_RECORD_OVERHEAD = 5 * 5 + 10 + 1
 VERSION = 1
 NS = "com.pingcap.simple.avro."
 
@@ -212,10 +212,10 @@ class SimpleEncoder:
 
     def _check_size(self, value: bytes, what: str, t: TableInfo | None) -> bytes:
         """DDL and BOOTSTRAP messages have no large-message fallback in TiCDC: too large is an error."""
-        length = len(value) + MAX_RECORD_OVERHEAD
+        length = record_length(None, value)
         if length > self.config.max_message_bytes:
-            raise MessageTooLarge(f"simple {what} message for {t.qualified if t else '(no table)'} is {length} "
-                                  f"bytes, over max-message-bytes={self.config.max_message_bytes}")
+            raise too_large(f"simple {what}", t.qualified if t else "(no table)", length,
+                            self.config.max_message_bytes)
         return value
 
     # ------------------------------------------------------------------------------------------
@@ -334,24 +334,20 @@ class SimpleEncoder:
         plan = self._plan(t)
         value = self._finish(self._row_value(ev, plan, False, None))
         limit = self.config.max_message_bytes
-        length = len(value) + MAX_RECORD_OVERHEAD
+        length = record_length(None, value)
         if length > limit:
             cfg = self.config
+            what = f"{t.qualified} at commitTs {ev.commit_ts}"
             if cfg.large_message_handle_option == "none":
-                raise MessageTooLarge(
-                    f"simple message for {t.qualified} at commitTs {ev.commit_ts} is {length} bytes, over "
-                    f"max-message-bytes={limit}; set large-message-handle-option=handle-key-only or "
-                    "claim-check, or raise max-message-bytes")
+                raise too_large("simple", what, length, limit, "set large-message-handle-option=handle-key-only or "
+                                "claim-check, or raise max-message-bytes")
             location = None
             if cfg.claim_check:
-                stored = value if cfg.claim_check_raw_value else _claim_envelope(value)
+                stored = value if cfg.claim_check_raw_value else claim_check_envelope(None, value)
                 location = self._claim_check.write(self._claim_name(), stored)
             value = self._finish(self._row_value(ev, plan, True, location))
-            if len(value) + MAX_RECORD_OVERHEAD > limit:
-                raise MessageTooLarge(
-                    f"simple message for {t.qualified} at commitTs {ev.commit_ts} is still "
-                    f"{len(value) + MAX_RECORD_OVERHEAD} bytes with only the handle-key columns, over "
-                    f"max-message-bytes={limit}")
+            if record_length(None, value) > limit:
+                raise too_large("simple", what + " (only the handle-key columns)", record_length(None, value), limit)
         return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=t.schema,
                        table=t.table, rows=1)
 
@@ -359,12 +355,6 @@ class SimpleEncoder:
 def _i64(v: int) -> int:
     """Go's int64(uint64) for Avro longs."""
     return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _claim_envelope(value: bytes) -> bytes:
-    import base64
-
-    return gojson.dumps_std({"key": None, "value": base64.b64encode(value).decode("ascii")})
 
 
 def _avro_table_schema(schema: dict[str, Any]) -> dict[str, Any]:
