@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
 
 from .config import ConfigError
+from .model import Column, Event, Kind, TableInfo
+from .mysqltypes import go_format_float32, go_format_float64
+from .tablefilter import TableFilter
 
 _TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _EXPR = re.compile(r"^[A-Za-z0-9._-]*(\{schema\})?[A-Za-z0-9._-]*(\{table\})?[A-Za-z0-9._-]*$")
@@ -36,3 +42,148 @@ class TopicExpression:
         if len(t) > MAX_TOPIC_LEN:
             raise ConfigError(f"topic {t[:40]}... is longer than {MAX_TOPIC_LEN} characters")
         return t
+
+
+# ------------------------------------------------------------------------------------------------
+# partitions (TiCDC's downstreamadapter/sink/eventrouter/partition, pkg/hash/position_inertia.go)
+# ------------------------------------------------------------------------------------------------
+
+
+class PositionInertia:
+    """TiCDC's hash: each Write is CRC32-IEEE over its concatenated arguments, XORed into the running value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def write(self, *parts: bytes) -> None:
+        self.value ^= zlib.crc32(b"".join(parts))
+
+
+def value_text(col: Column, v: Any) -> bytes:
+    """A datum as TiCDC's ColumnValueString renders it for hashing (bytes stay raw)."""
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, bool):
+        return b"1" if v else b"0"
+    if isinstance(v, float):
+        fmt = go_format_float32 if col.type.name == "float" else go_format_float64
+        return fmt(v).encode()
+    return str(v).encode("utf-8")
+
+
+PARTITIONERS = ("default", "table", "ts", "index-value", "rowid", "columns")
+
+
+class Partitioner:
+    """One dispatcher rule's `partition = ...`: which partition a row goes to."""
+
+    def __init__(self, kind: str = "default", index: str = "", columns: list[str] | None = None) -> None:
+        kind = (kind or "default").lower()
+        if kind not in PARTITIONERS:
+            raise ConfigError(f"partition dispatcher {kind!r}: expected one of {', '.join(PARTITIONERS)}")
+        if kind == "rowid":
+            kind = "index-value"
+        if kind == "columns" and not columns:
+            raise ConfigError("partition = \"columns\" needs columns = [...]")
+        self.kind = kind
+        self.index = index
+        self.columns = list(columns or [])
+
+    def _key_columns(self, t: TableInfo) -> list[Column]:
+        if self.kind == "columns":
+            missing = [n for n in self.columns if n not in t.by_name and n.lower() not in
+                       {c.name.lower() for c in t.columns}]
+            if missing:
+                raise ConfigError(f"columns dispatcher: {t.qualified} has no column {', '.join(missing)}")
+            lower = {c.name.lower(): c for c in t.columns}
+            return [t.by_name.get(n) or lower[n.lower()] for n in self.columns]
+        if self.index:
+            for idx in t.indexes:
+                if idx.name.lower() == self.index.lower():
+                    return [t.by_name[n] for n in idx.columns if n in t.by_name]
+            raise ConfigError(f"index-value dispatcher: {t.qualified} has no index {self.index!r}")
+        keys = set(t.handle_key)
+        return [c for c in t.columns if c.name in keys]
+
+    def key_values(self, t: TableInfo, row: dict[str, Any] | None) -> tuple:
+        """What decides the partition for a row image (to see whether an UPDATE moves the row)."""
+        if self.kind in ("default", "table", "ts") or row is None:
+            return ()
+        return tuple(row.get(c.name) for c in self._key_columns(t))
+
+    def partition(self, ev: Event, partition_num: int) -> int:
+        t = ev.subject
+        if t is None or partition_num <= 0:
+            return 0
+        if self.kind == "ts":
+            return ev.commit_ts % partition_num
+        h = PositionInertia()
+        h.write(t.schema.encode(), t.table.encode())
+        if self.kind in ("index-value", "columns"):
+            row = ev.after if ev.after is not None else ev.before
+            for c in self._key_columns(t):
+                v = (row or {}).get(c.name)
+                if v is None:
+                    continue
+                h.write(c.name.encode(), value_text(c, v))
+        return h.value % partition_num
+
+
+@dataclass
+class DispatchRule:
+    matcher: TableFilter
+    topic: TopicExpression | None
+    partitioner: Partitioner
+
+
+class Router:
+    """Topic and partition of each event, as TiCDC's event router decides them.
+
+    The first dispatcher rule whose matcher matches a table decides its topic (else the default topic)
+    and its partitioner (else `default`). DDL, WATERMARK and BOOTSTRAP are broadcast (partition None:
+    every partition) except where an option says otherwise.
+    """
+
+    def __init__(self, default_topic: str, rules: list[DispatchRule] | None = None, partition_num: int = 3,
+                 canal_ddl_to_partition_zero: bool = False) -> None:
+        self.default_topic = default_topic
+        self.rules = rules or []
+        self.partition_num = partition_num
+        self.canal_ddl_to_partition_zero = canal_ddl_to_partition_zero
+        self._default = Partitioner("default")
+
+    def rule_for(self, schema: str, table: str) -> DispatchRule | None:
+        for r in self.rules:
+            if r.matcher.match(schema, table):
+                return r
+        return None
+
+    def topic(self, schema: str, table: str) -> str:
+        r = self.rule_for(schema, table)
+        if r is not None and r.topic is not None:
+            return r.topic.topic(schema, table)
+        return self.default_topic
+
+    def split_update(self, ev: Event) -> list[Event]:
+        """An UPDATE whose partition key changes becomes DELETE + INSERT (TiCDC's split)."""
+        t = ev.table
+        if ev.kind is not Kind.UPDATE or t is None:
+            return [ev]
+        r = self.rule_for(t.schema, t.table)
+        p = r.partitioner if r else self._default
+        if p.key_values(t, ev.before) == p.key_values(t, ev.after):
+            return [ev]
+        return [Event(kind=Kind.DELETE, commit_ts=ev.commit_ts, table=t, before=ev.before),
+                Event(kind=Kind.INSERT, commit_ts=ev.commit_ts, table=t, after=ev.after)]
+
+    def partition(self, ev: Event) -> int | None:
+        """The partition of a row event; None for messages every partition gets."""
+        if ev.kind is Kind.DDL:
+            return 0 if self.canal_ddl_to_partition_zero else None
+        if ev.kind in (Kind.WATERMARK, Kind.BOOTSTRAP):
+            return None
+        t = ev.subject
+        r = self.rule_for(t.schema, t.table) if t else None
+        return (r.partitioner if r else self._default).partition(ev, self.partition_num)
