@@ -313,6 +313,84 @@ def schema(
                                             "key": key_schema(t, cfg), "value": value_schema(t, cfg)}) + b"\n")
 
 
+@app.command()
+def produce(
+    sink_uri: Annotated[str, typer.Option("--sink-uri", help="file:///dir/topic?protocol=... (kafka:// to come)")],
+    config: Annotated[Path | None, typer.Option("--config", help="changefeed TOML (TiCDC's keys)")] = None,
+    input: InOpt = None,
+    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
+    ddl_to_all_partitions: Annotated[bool, typer.Option(
+        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Event lines through encoder, router and transport."""
+    with _reported(debug):
+        from .produce import Producer
+        from .sink import resolve
+        from .transport.files import FileProducer
+
+        sink, cfg, router = resolve(sink_uri, config)
+        if sink.scheme != "file":
+            raise ConfigError("produce: only file:// sinks so far (the Kafka transport is issue 7's next part)")
+        router.canal_ddl_to_partition_zero = cfg.protocol == "canal-json" and not ddl_to_all_partitions
+        transport = FileProducer(sink.folder, sink.partition_num)  # type: ignore[arg-type]
+        producer = Producer(make_encoder(cfg, topic=None), router, transport,
+                            watermark_interval_ms=watermark_interval_ms)
+        reader = EventReader()
+        try:
+            with _open_in(input) as fin, _progress(input, "producing") as advance:
+                for lineno, line in read_lines(fin):
+                    advance(len(line) + 1)
+                    try:
+                        producer.send(reader.parse(line))
+                    except DecodeError as e:
+                        raise e.located(f"line {lineno}") from None
+            producer.close()
+        finally:
+            transport.close()
+        err.print(f"produced {producer.events} events as {producer.sent} messages to "
+                  f"{', '.join(producer.topics)} in {sink.folder}", highlight=False)
+
+
+@app.command()
+def tail(
+    source: Annotated[str, typer.Option("--from", help="file:///dir/topic?protocol=...")],
+    protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="overrides the URI's protocol")] = None,
+    option: OptionOpt = None,
+    output: OutOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Every partition of a topic, decoded: event lines with topic, partition and offset added."""
+    with _reported(debug):
+        from .sink import parse_sink_uri
+        from .transport.files import read_topic
+
+        sink = parse_sink_uri(source)
+        if sink.scheme != "file":
+            raise ConfigError("tail: only file:// sources so far (the Kafka transport is issue 7's next part)")
+        opts = dict(sink.codec_options)
+        opts.update(parse_option_pairs(option or []))
+        cfg = build_config(protocol or sink.protocol, opts)
+        writer = EventWriter()
+        decoders: dict[int, object] = {}
+        n = 0
+        with _open_out(output) as fout:
+            for rec in read_topic(sink.folder, sink.topic):  # type: ignore[arg-type]
+                dec = decoders.get(rec.partition)
+                if dec is None:
+                    dec = decoders[rec.partition] = make_decoder(cfg)  # a consumer per partition
+                try:
+                    events = dec.decode(rec.value, rec.key)  # type: ignore[attr-defined]
+                except DecodeError as e:
+                    raise e.located(f"{rec.topic}/{rec.partition}@{rec.offset}") from None
+                for ev in events:
+                    obj = orjson.loads(writer.line(ev))
+                    obj.update(topic=rec.topic, partition=rec.partition, offset=rec.offset)
+                    fout.write(orjson.dumps(obj) + b"\n")
+                    n += 1
+        err.print(f"{n} events from {sink.topic} ({len(decoders)} partitions)", highlight=False)
+
+
 def main() -> None:
     app()
 

@@ -39,7 +39,7 @@ class Message:
     rows: int = 0
 
 
-def _payload_to_json(b: bytes | None) -> Any:
+def payload_to_json(b: bytes | None) -> Any:
     if b is None:
         return None
     head = b[:1]
@@ -51,7 +51,7 @@ def _payload_to_json(b: bytes | None) -> Any:
     return {"$b64": base64.b64encode(b).decode("ascii")}
 
 
-def _payload_from_json(v: Any, name: str) -> bytes | None:
+def payload_from_json(v: Any, name: str) -> bytes | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -65,7 +65,7 @@ def _payload_from_json(v: Any, name: str) -> bytes | None:
 
 
 def message_to_line(m: Message) -> bytes:
-    obj: dict[str, Any] = {"key": _payload_to_json(m.key), "value": _payload_to_json(m.value)}
+    obj: dict[str, Any] = {"key": payload_to_json(m.key), "value": payload_to_json(m.value)}
     if m.topic is not None:
         obj["topic"] = m.topic
     if m.partition is not None:
@@ -89,8 +89,8 @@ def message_from_line(line: bytes | str) -> Message:
     if topic is not None and not isinstance(topic, str):
         raise DecodeError("topic must be a string", field="topic")
     return Message(
-        key=_payload_from_json(obj.get("key"), "key"),
-        value=_payload_from_json(obj.get("value"), "value"),
+        key=payload_from_json(obj.get("key"), "key"),
+        value=payload_from_json(obj.get("value"), "value"),
         topic=topic,
         partition=part,
     )
