@@ -65,3 +65,36 @@ def schema_registry_url():
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka broker (KRaft, one node) on 127.0.0.1; the test fails if it cannot start."""
+    import socket
+    import subprocess
+    import time
+
+    port, ctrl = _free_port(), _free_port()
+    data = tmp_path_factory.mktemp("kafka")
+    log = open(data / "broker.log", "wb")
+    proc = subprocess.Popen([str(ROOT / "scripts" / "kafka"), "run", str(port), str(ctrl), str(data)], stdout=log,
+                            stderr=log)
+    deadline = time.time() + 240
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                tail = (data / "broker.log").read_text()[-2000:]
+                pytest.fail(f"the Kafka broker exited with {proc.returncode}: {tail}")
+            if time.time() > deadline:
+                proc.kill()
+                pytest.fail("the Kafka broker did not listen within 240 s")
+            time.sleep(0.3)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -108,3 +108,17 @@ def test_update_that_moves_the_key_is_split():
 def test_unknown_dispatcher_is_named():
     with pytest.raises(ConfigError, match="unknown-dispatcher"):
         Partitioner("unknown-dispatcher")
+
+
+def test_avro_refuses_dispatchers_that_share_a_topic():
+    """TiCDC refuses an Avro changefeed unless every topic rule contains {schema} and {table}."""
+
+    with pytest.raises(ConfigError, match="one table per topic"):
+        Router("t").require_table_per_topic("avro")
+    shared = DispatchRule(TableFilter(["*.*"]), TopicExpression("{schema}"), Partitioner("default"))
+    with pytest.raises(ConfigError, match=r"\{schema\} and \{table\}"):
+        Router("t", [shared]).require_table_per_topic("avro")
+    per_table = DispatchRule(TableFilter(["*.*"]), TopicExpression("x_{schema}_{table}"), Partitioner("default"))
+    r = Router("t", [per_table])
+    r.require_table_per_topic("avro")
+    assert r.topic("db", "t1") == "x_db_t1"

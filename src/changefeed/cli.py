@@ -315,7 +315,7 @@ def schema(
 
 @app.command()
 def produce(
-    sink_uri: Annotated[str, typer.Option("--sink-uri", help="file:///dir/topic?protocol=... (kafka:// to come)")],
+    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?... or file:///dir/topic?...")],
     config: Annotated[Path | None, typer.Option("--config", help="changefeed TOML (TiCDC's keys)")] = None,
     input: InOpt = None,
     watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
@@ -330,11 +330,17 @@ def produce(
         from .transport.files import FileProducer
 
         sink, cfg, router = resolve(sink_uri, config)
-        if sink.scheme != "file":
-            raise ConfigError("produce: only file:// sinks so far (the Kafka transport is issue 7's next part)")
         router.canal_ddl_to_partition_zero = cfg.protocol == "canal-json" and not ddl_to_all_partitions
-        transport = FileProducer(sink.folder, sink.partition_num)  # type: ignore[arg-type]
-        producer = Producer(make_encoder(cfg, topic=None), router, transport,
+        if sink.scheme == "file":
+            transport: object = FileProducer(sink.folder, sink.partition_num)  # type: ignore[arg-type]
+        else:
+            from .transport.kafka import KafkaTransport
+
+            transport = KafkaTransport(sink, cfg.max_message_bytes)
+        # The Avro protocols name schema subjects after the topic: they take each table's topic from the router
+        # (debezium-avro keeps Debezium's <cluster>.<db>.<table> topics unless dispatchers name topics).
+        avro_topics = router if cfg.protocol == "avro" or router.has_topic_rules else None
+        producer = Producer(make_encoder(cfg, topic=avro_topics), router, transport,
                             watermark_interval_ms=watermark_interval_ms)
         reader = EventReader()
         try:
@@ -347,14 +353,15 @@ def produce(
                         raise e.located(f"line {lineno}") from None
             producer.close()
         finally:
-            transport.close()
+            transport.close()  # type: ignore[attr-defined]
+        where = sink.folder if sink.scheme == "file" else ",".join(sink.brokers)
         err.print(f"produced {producer.events} events as {producer.sent} messages to "
-                  f"{', '.join(producer.topics)} in {sink.folder}", highlight=False)
+                  f"{', '.join(producer.topics)} at {where}", highlight=False)
 
 
 @app.command()
 def tail(
-    source: Annotated[str, typer.Option("--from", help="file:///dir/topic?protocol=...")],
+    source: Annotated[str, typer.Option("--from", help="kafka://host:port/topic?... or file:///dir/topic?...")],
     protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="overrides the URI's protocol")] = None,
     option: OptionOpt = None,
     output: OutOpt = None,
@@ -367,7 +374,7 @@ def tail(
 
         sink = parse_sink_uri(source)
         if sink.scheme != "file":
-            raise ConfigError("tail: only file:// sources so far (the Kafka transport is issue 7's next part)")
+            from .transport.kafka import read_topic as read_kafka
         opts = dict(sink.codec_options)
         opts.update(parse_option_pairs(option or []))
         cfg = build_config(protocol or sink.protocol, opts)
@@ -375,7 +382,9 @@ def tail(
         decoders: dict[int, object] = {}
         n = 0
         with _open_out(output) as fout:
-            for rec in read_topic(sink.folder, sink.topic):  # type: ignore[arg-type]
+            records = read_topic(sink.folder, sink.topic) if sink.scheme == "file" else read_kafka(  # type: ignore
+                sink, sink.topic)
+            for rec in records:
                 dec = decoders.get(rec.partition)
                 if dec is None:
                     dec = decoders[rec.partition] = make_decoder(cfg)  # a consumer per partition

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from .config import IMPLEMENTED_PROTOCOLS, CodecConfig, ConfigError
 from .eventline import Message
 from .model import Event
+from .routing import TopicSource
 
 
 class Encoder(Protocol):
@@ -41,8 +42,11 @@ def _registry(cfg: CodecConfig) -> Any:
 
 def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
                  clock_s: Callable[[], float] | None = None, bootstrap: bool = True,
-                 topic: str | None = None) -> Encoder:
-    """The protocol's encoder; for the simple protocol with its BOOTSTRAP cadence (unless bootstrap=False)."""
+                 topic: str | TopicSource | None = None) -> Encoder:
+    """The protocol's encoder; for the simple protocol with its BOOTSTRAP cadence (unless bootstrap=False).
+
+    `topic` (a topic expression, or the producer's router) names the topic of each table for the codecs
+    whose schema subjects follow the topic (the Avro protocols)."""
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONEncoder
 

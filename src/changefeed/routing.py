@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .config import ConfigError
 from .model import Column, Event, Kind, TableInfo
@@ -15,6 +15,14 @@ from .tablefilter import TableFilter
 _TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _EXPR = re.compile(r"^[A-Za-z0-9._-]*(\{schema\})?[A-Za-z0-9._-]*(\{table\})?[A-Za-z0-9._-]*$")
 MAX_TOPIC_LEN = 249
+
+
+class TopicSource(Protocol):
+    """What names a table's topic: a TopicExpression, or a Router (its dispatchers, then its default)."""
+
+    def topic(self, schema: str, table: str) -> str: ...
+
+    def require_table_per_topic(self, protocol: str) -> None: ...
 
 
 class TopicExpression:
@@ -165,6 +173,19 @@ class Router:
         if r is not None and r.topic is not None:
             return r.topic.topic(schema, table)
         return self.default_topic
+
+    @property
+    def has_topic_rules(self) -> bool:
+        return any(r.topic is not None for r in self.rules)
+
+    def require_table_per_topic(self, protocol: str) -> None:
+        """TiCDC refuses an Avro changefeed whose dispatchers could map two tables to one topic."""
+        if not self.has_topic_rules:
+            raise ConfigError(f"protocol {protocol} needs one table per topic: add a dispatcher such as "
+                              "{matcher = ['*.*'], topic = \"tidb_{schema}_{table}\"} to the changefeed TOML")
+        for r in self.rules:
+            if r.topic is not None:
+                r.topic.require_table_per_topic(protocol)
 
     def split_update(self, ev: Event) -> list[Event]:
         """An UPDATE whose partition key changes becomes DELETE + INSERT (TiCDC's split)."""

@@ -22,7 +22,7 @@ from ..errors import EncodeError
 from ..eventline import Message
 from ..largemsg import record_length, too_large
 from ..model import Event, Kind, TableInfo
-from ..routing import TopicExpression
+from ..routing import TopicExpression, TopicSource
 from ..tso import physical_ms
 from .registry import SchemaRegistry, SchemaRegistryError
 from .schema import avro_value, key_columns, key_schema, sanitize, schema_text, value_schema
@@ -52,11 +52,11 @@ class _Registered:
 
 
 class AvroEncoder:
-    def __init__(self, config: CodecConfig, registry: SchemaRegistry, *, topic: str = DEFAULT_TOPIC,
+    def __init__(self, config: CodecConfig, registry: SchemaRegistry, *, topic: str | TopicSource = DEFAULT_TOPIC,
                  changefeed_namespace: str = "default") -> None:
         self.config = config
         self.registry = registry
-        self.topic_expr = TopicExpression(topic)
+        self.topic_expr: TopicSource = TopicExpression(topic) if isinstance(topic, str) else topic
         self.topic_expr.require_table_per_topic(config.protocol)
         self.ns = changefeed_namespace
         self._tables: dict[int, _Registered] = {}

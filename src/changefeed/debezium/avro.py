@@ -23,7 +23,7 @@ from ..config import CodecConfig
 from ..errors import DecodeError, EncodeError
 from ..eventline import Message
 from ..model import Event
-from ..routing import TopicExpression
+from ..routing import TopicExpression, TopicSource
 from .decoder import DebeziumDecoder
 from .encoder import DebeziumEncoder, _Raw, topic_name
 
@@ -130,14 +130,14 @@ def _fill_missing(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, An
 
 
 class DebeziumAvroEncoder:
-    def __init__(self, config: CodecConfig, registry: SchemaRegistry, *, topic: str | None = None,
+    def __init__(self, config: CodecConfig, registry: SchemaRegistry, *, topic: str | TopicSource | None = None,
                  clock_ms: Any = None) -> None:
         if config.debezium_disable_schema:
             raise EncodeError("debezium-avro needs the schemas: debezium-disable-schema does not apply")
         self.config = config
         self.registry = registry
         self.inner = DebeziumEncoder(config, clock_ms=clock_ms)
-        self.topic_expr = TopicExpression(topic) if topic else None
+        self.topic_expr: TopicSource | None = TopicExpression(topic) if isinstance(topic, str) else topic
         if self.topic_expr is not None:
             self.topic_expr.require_table_per_topic(config.protocol)
         self._codecs: dict[tuple[str, str], tuple[int, Any]] = {}
