@@ -67,23 +67,20 @@ def schema_registry_url():
         proc.kill()
 
 
-@pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """A real Kafka broker (KRaft, one node) on 127.0.0.1; the test fails if it cannot start."""
+def start_kafka(port: int, ctrl: int, data: Path):
+    """Run scripts/kafka on the given ports and data folder until it listens; fail the test if it cannot."""
     import socket
     import subprocess
     import time
 
-    port, ctrl = _free_port(), _free_port()
-    data = tmp_path_factory.mktemp("kafka")
-    log = open(data / "broker.log", "wb")
+    log = open(data / "broker.log", "ab")
     proc = subprocess.Popen([str(ROOT / "scripts" / "kafka"), "run", str(port), str(ctrl), str(data)], stdout=log,
                             stderr=log)
     deadline = time.time() + 240
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
+                return proc
         except OSError:
             if proc.poll() is not None:
                 tail = (data / "broker.log").read_text()[-2000:]
@@ -92,9 +89,23 @@ def kafka_broker(tmp_path_factory):
                 proc.kill()
                 pytest.fail("the Kafka broker did not listen within 240 s")
             time.sleep(0.3)
-    yield f"127.0.0.1:{port}"
+
+
+def stop_kafka(proc) -> None:
+    import subprocess
+
     proc.terminate()
     try:
-        proc.wait(20)
+        proc.wait(30)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka broker (KRaft, one node) on 127.0.0.1; the test fails if it cannot start."""
+    port = _free_port()
+    proc = start_kafka(port, _free_port(), tmp_path_factory.mktemp("kafka"))
+    yield f"127.0.0.1:{port}"
+    stop_kafka(proc)
