@@ -13,20 +13,28 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import canal_json  # noqa: E402
 import debezium  # noqa: E402
+import kafka  # noqa: E402
 import simple  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--no-kafka", action="store_true", help="leave out the benchmark that starts a Kafka broker")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
     results = canal_json.run(args.rows) + simple.run(args.rows) + debezium.run(max(args.rows // 5, 1000))
+    if not args.no_kafka:
+        try:
+            results += kafka.run(args.rows)
+        except RuntimeError as e:
+            print(f"kafka benchmark left out: {e}")
     canal_json.print_table(results)
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
+    print("           kafka = a bare confluent-kafka producer sending the same values pre-encoded (the ceiling)")
 
 
 if __name__ == "__main__":
