@@ -122,3 +122,13 @@ def test_avro_refuses_dispatchers_that_share_a_topic():
     r = Router("t", [per_table])
     r.require_table_per_topic("avro")
     assert r.topic("db", "t1") == "x_db_t1"
+
+
+def test_column_filter_is_tidbs():
+    from changefeed.tablefilter import ColumnFilter
+
+    f = ColumnFilter(["*", "!secret*", "secret_ok", "!A?"])
+    assert f.match("id") and f.match("SECRET_OK") and f.match("abc")
+    assert not f.match("secret") and not f.match("Secret_key") and not f.match("ab")
+    assert not ColumnFilter([]).match("id")
+    assert ColumnFilter(["c[0-9]"]).match("C7") and not ColumnFilter(["c[0-9]"]).match("cx")

@@ -91,7 +91,7 @@ class Producer:
             if self._last_watermark_ms is None or physical_ms(done) - self._last_watermark_ms >= self.interval:
                 self._watermark(done)
         self._current = ev.commit_ts
-        self._emit(ev)
+        self._emit(self.router.column_selector.apply(ev))
 
     def close(self) -> None:
         if self.watermarks and self._current is not None:

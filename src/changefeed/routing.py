@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .config import ConfigError
 from .model import Column, Event, Kind, TableInfo
 from .mysqltypes import go_format_float32, go_format_float64
-from .tablefilter import TableFilter
+from .tablefilter import ColumnFilter, TableFilter
 
 _TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _EXPR = re.compile(r"^[A-Za-z0-9._-]*(\{schema\})?[A-Za-z0-9._-]*(\{table\})?[A-Za-z0-9._-]*$")
@@ -146,6 +146,55 @@ class DispatchRule:
     partitioner: Partitioner
 
 
+class ColumnSelector:
+    """TiCDC's `column-selectors`: the first selector whose matcher matches a table drops the row columns
+    its column filter does not select, before encoding. Key columns cannot be dropped (TiCDC refuses it)."""
+
+    def __init__(self, selectors: list[tuple[TableFilter, ColumnFilter]] | None = None) -> None:
+        self.selectors = selectors or []
+        self._views: dict[int, tuple[TableInfo, TableInfo | None]] = {}
+
+    def view(self, t: TableInfo) -> TableInfo | None:
+        """The table as the encoder sees it (None: every column is kept)."""
+        hit = self._views.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        view = None
+        for matcher, columns in self.selectors:
+            if matcher.match(t.schema, t.table):
+                view = self._select(t, columns)
+                break
+        if len(self._views) > 4096:
+            self._views.clear()
+        self._views[id(t)] = (t, view)
+        return view
+
+    @staticmethod
+    def _select(t: TableInfo, columns: ColumnFilter) -> TableInfo | None:
+        dropped = {c.name for c in t.columns if not columns.match(c.name)}
+        if not dropped:
+            return None
+        keys = set(t.handle_key) | {n for i in t.indexes if i.primary or i.unique for n in i.columns}
+        for name in (c.name for c in t.columns if c.name in dropped):
+            if name in keys:
+                raise ConfigError(f"column-selectors: primary key or unique key column {t.schema}.{t.table}.{name} "
+                                  "cannot be filtered out")
+        return replace(t, columns=[c for c in t.columns if c.name not in dropped],
+                       indexes=[i for i in t.indexes if not dropped.intersection(i.columns)])
+
+    def apply(self, ev: Event) -> Event:
+        t = ev.table
+        if not self.selectors or t is None or ev.kind not in (Kind.INSERT, Kind.UPDATE, Kind.DELETE):
+            return ev
+        view = self.view(t)
+        if view is None:
+            return ev
+        keep = view.by_name
+        return replace(ev, table=view,
+                       before=None if ev.before is None else {k: v for k, v in ev.before.items() if k in keep},
+                       after=None if ev.after is None else {k: v for k, v in ev.after.items() if k in keep})
+
+
 class Router:
     """Topic and partition of each event, as TiCDC's event router decides them.
 
@@ -155,9 +204,10 @@ class Router:
     """
 
     def __init__(self, default_topic: str, rules: list[DispatchRule] | None = None, partition_num: int = 3,
-                 canal_ddl_to_partition_zero: bool = False) -> None:
+                 canal_ddl_to_partition_zero: bool = False, column_selector: ColumnSelector | None = None) -> None:
         self.default_topic = default_topic
         self.rules = rules or []
+        self.column_selector = column_selector or ColumnSelector()
         self.partition_num = partition_num
         self.canal_ddl_to_partition_zero = canal_ddl_to_partition_zero
         self._default = Partitioner("default")

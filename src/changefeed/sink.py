@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .config import OPTIONS, CodecConfig, ConfigError, build_config
-from .routing import DispatchRule, Partitioner, Router, TopicExpression
-from .tablefilter import TableFilter
+from .routing import ColumnSelector, DispatchRule, Partitioner, Router, TopicExpression
+from .tablefilter import ColumnFilter, TableFilter
 
 # Kafka sink parameters TiCDC knows (pkg/config/sink.go, pkg/sink/kafka/options.go)
 KAFKA_PARAMS = {
@@ -196,5 +196,6 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
     opts.update(sink.codec_options)
     cfg = build_config(protocol, {k: v for k, v in opts.items()
                                   if protocol in OPTIONS[k].protocols or k in sink.codec_options})
-    router = Router(sink.topic, cf.rules if cf else [], partition_num=sink.partition_num)
+    selector = ColumnSelector([(m, ColumnFilter(cols)) for m, cols in cf.column_selectors] if cf else None)
+    router = Router(sink.topic, cf.rules if cf else [], partition_num=sink.partition_num, column_selector=selector)
     return sink, cfg, router

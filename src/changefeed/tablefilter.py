@@ -75,3 +75,26 @@ class TableFilter:
             if rule.schema.match(schema) and rule.table.match(table):
                 decision = not rule.negate
         return decision
+
+
+class ColumnFilter:
+    """TiDB's column filter (`*`, `!secret`, `c?_*`): case-insensitive, the last matching rule decides,
+    a column no rule matches is not selected."""
+
+    def __init__(self, rules: list[str]) -> None:
+        self.rules: list[tuple[bool, re.Pattern[str]]] = []
+        for raw in rules:
+            r = raw.strip()
+            if not r or r.startswith("#"):
+                continue
+            negate = r.startswith("!")
+            if negate:
+                r = r[1:].strip()
+            self.rules.append((negate, _pattern(r, raw)))
+
+    def match(self, column: str) -> bool:
+        decision = False
+        for negate, pattern in self.rules:
+            if pattern.match(column):
+                decision = not negate
+        return decision
