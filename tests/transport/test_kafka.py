@@ -44,9 +44,15 @@ def test_every_protocol_through_kafka(kafka_broker, schema_registry_url, protoco
         # (an Avro DELETE is a key with a tombstone value: it carries no commit ts)
         ts = [e["commitTs"] for e in rows if e["partition"] == part and e["commitTs"]]
         assert ts == sorted(ts)
+    def parts(kind: str) -> set[int]:
+        return {e["partition"] for e in events if e["kind"] == kind}
+
     if protocol in ("canal-json", "simple", "debezium"):
-        wm_parts = {e["partition"] for e in events if e["kind"] == "watermark"}
-        assert wm_parts == {0, 1, 2}  # watermarks broadcast to every partition
+        assert parts("watermark") == {0, 1, 2}  # watermarks broadcast to every partition
+    # table DDL: canal-json's spec puts it on partition 0; the others broadcast it
+    assert parts("ddl") == ({0} if protocol == "canal-json" else set() if protocol == "avro" else {0, 1, 2})
+    if protocol == "simple":
+        assert parts("bootstrap") == {0, 1, 2}  # send-bootstrap-to-all-partition defaults to true
 
 
 def test_message_over_max_message_bytes_is_an_error(kafka_broker):

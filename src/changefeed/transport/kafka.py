@@ -117,7 +117,9 @@ class KafkaTransport:
 
 
 def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Record]:
-    """Every record of every partition of a topic, from the beginning to the current end, partition by partition."""
+    """Every record of every partition of a topic, from the beginning to the end it had when called.
+
+    Records come in offset order within a partition, partitions interleaved as the broker serves them."""
     conf = {**client_config(sink), "group.id": f"changefeed-tail-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "enable.partition.eof": True}
     consumer = Consumer(conf)
@@ -125,21 +127,28 @@ def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Rec
         md = consumer.list_topics(topic, timeout=10)
         if topic not in md.topics or md.topics[topic].error is not None:
             raise TransportError(f"no topic {topic!r} at {','.join(sink.brokers)}")
+        end: dict[int, int] = {}
         for p in sorted(md.topics[topic].partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)])
-            while True:
-                msg = consumer.poll(timeout_s)
-                if msg is None:
-                    raise TransportError(f"{topic}[{p}]: nothing arrived within {timeout_s:.0f} s")
-                if msg.error():
-                    if msg.error().code() == -191:  # _PARTITION_EOF
-                        break
-                    raise TransportError(f"{topic}[{p}]: {msg.error()}")
-                yield Record(topic, p, msg.offset(), msg.key(), msg.value())
-                if msg.offset() + 1 >= high:
-                    break
+            if high > low:
+                end[p] = high
+        if not end:
+            return
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in end])
+        while end:
+            msg = consumer.poll(timeout_s)
+            if msg is None:
+                raise TransportError(f"{topic}{sorted(end)}: nothing arrived within {timeout_s:.0f} s")
+            p = msg.partition()
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    end.pop(p, None)
+                    continue
+                raise TransportError(f"{topic}[{p}]: {msg.error()}")
+            if p not in end or msg.offset() >= end[p]:
+                continue  # written after we started
+            yield Record(topic, p, msg.offset(), msg.key(), msg.value())
+            if msg.offset() + 1 >= end[p]:
+                del end[p]
     finally:
         consumer.close()
