@@ -93,3 +93,17 @@ def test_broker_stopped_and_restarted_mid_stream_loses_nothing(tmp_path):
         stop_kafka(proc)
     for p in (0, 1):
         assert [v for q, v in got if q == p] == [f"m{i}".encode() for i in range(p, 600, 2)]
+
+
+def test_a_delivery_failure_is_surfaced_not_lost(kafka_broker):
+    from changefeed.sink import parse_sink_uri
+    from changefeed.transport.kafka import KafkaTransport, TransportError
+
+    topic = f"t{uuid.uuid4().hex[:8]}"
+    transport = KafkaTransport(parse_sink_uri(f"kafka://{kafka_broker}/{topic}?protocol=canal-json&partition-num=2"),
+                               1 << 20)
+    transport.send(topic, 0, None, b"fine")
+    transport.send(topic, 7, None, b"no such partition")
+    with pytest.raises(TransportError, match=rf"1 messages could not be delivered \(first: {topic}\[7\]"):
+        transport.flush(30)
+    assert transport.delivered == 1
