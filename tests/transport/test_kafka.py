@@ -107,3 +107,17 @@ def test_a_delivery_failure_is_surfaced_not_lost(kafka_broker):
     with pytest.raises(TransportError, match=rf"1 messages could not be delivered \(first: {topic}\[7\]"):
         transport.flush(30)
     assert transport.delivered == 1
+
+
+def test_tls_and_sasl_options_reach_the_kafka_client():
+    from changefeed.sink import parse_sink_uri
+    from changefeed.transport.kafka import client_config
+
+    c = client_config(parse_sink_uri(
+        "kafka://b1:9092,b2:9092/t?protocol=canal-json&enable-tls=true&sasl-user=u&sasl-password=p%40ss"
+        "&sasl-mechanism=scram-sha-512&ca=/etc/ca.pem&insecure-skip-verify=true&kafka-client-id=cf1"))
+    assert c == {"bootstrap.servers": "b1:9092,b2:9092", "client.id": "cf1", "security.protocol": "SASL_SSL",
+                 "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p@ss",
+                 "ssl.ca.location": "/etc/ca.pem", "enable.ssl.certificate.verification": False}
+    plain_tls = client_config(parse_sink_uri("kafka://b1:9092/t?protocol=canal-json&enable-tls=true"))
+    assert plain_tls["security.protocol"] == "SSL"
