@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .config import ConfigError
@@ -56,16 +57,20 @@ def _pattern(part: str, rule: str) -> re.Pattern[str]:
     return re.compile(fnmatch.translate(part), re.I)
 
 
+def _parsed(rules: list[str]) -> Iterator[tuple[bool, str, str]]:
+    """(negate, body, raw) of each rule; blank lines and `#` comments skipped."""
+    for raw in rules:
+        r = raw.strip()
+        if not r or r.startswith("#"):
+            continue
+        negate = r.startswith("!")
+        yield negate, (r[1:].strip() if negate else r), raw
+
+
 class TableFilter:
     def __init__(self, rules: list[str]) -> None:
         self.rules: list[_Rule] = []
-        for raw in rules:
-            r = raw.strip()
-            if not r or r.startswith("#"):
-                continue
-            negate = r.startswith("!")
-            if negate:
-                r = r[1:].strip()
+        for negate, r, raw in _parsed(rules):
             schema, table = _split(r)
             self.rules.append(_Rule(negate, _pattern(schema, raw), _pattern(table, raw)))
 
@@ -82,15 +87,7 @@ class ColumnFilter:
     a column no rule matches is not selected."""
 
     def __init__(self, rules: list[str]) -> None:
-        self.rules: list[tuple[bool, re.Pattern[str]]] = []
-        for raw in rules:
-            r = raw.strip()
-            if not r or r.startswith("#"):
-                continue
-            negate = r.startswith("!")
-            if negate:
-                r = r[1:].strip()
-            self.rules.append((negate, _pattern(r, raw)))
+        self.rules = [(negate, _pattern(r, raw)) for negate, r, raw in _parsed(rules)]
 
     def match(self, column: str) -> bool:
         decision = False
