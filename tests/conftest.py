@@ -109,3 +109,13 @@ def kafka_broker(tmp_path_factory):
     proc = start_kafka(port, _free_port(), tmp_path_factory.mktemp("kafka"))
     yield f"127.0.0.1:{port}"
     stop_kafka(proc)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local SparkSession (Delta, Kafka, Avro) for the whole test session."""
+    from changefeed.spark import spark_session
+
+    session = spark_session("local[2]", "changefeed-tests")
+    yield session
+    session.stop()

@@ -1,0 +1,60 @@
+"""A SparkSession with Delta Lake, Kafka and Avro, from the connector jars cached by the set-up.
+
+`spark.jars.packages` cannot resolve Spark 4.0.1's Kafka connector from Maven Central (its token provider
+4.0.1 was never published), so the set-up fetches the jars once with Maven (scripts/spark-jars/fetch) and
+the session passes them with `spark.jars`: no download at run time. Local mode by default; any master by
+argument or by SPARK_MASTER. The defaults suit a small machine (see ENVIRONMENT.md); `conf` overrides them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ChangefeedError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ROOT = Path(__file__).resolve().parents[3]
+JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jars"))
+
+SMALL_MACHINE = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+class SparkSetupError(ChangefeedError):
+    pass
+
+
+def connector_jars(folder: Path = JARS) -> list[Path]:
+    """The cached connector jars; an error that says how to fetch them when they are missing."""
+    if not (folder / ".complete").exists():
+        raise SparkSetupError(f"Spark's connector jars are not in {folder}: run ./scripts/setup "
+                              "(or scripts/spark-jars/fetch)")
+    return sorted(folder.glob("*.jar"))
+
+
+def spark_session(master: str | None = None, app_name: str = "changefeed",
+                  conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session if there is one, else a new one with Delta, Kafka and Avro on its classpath."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("SPARK_MASTER", "local[2]"))
+    settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **(conf or {})}
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
