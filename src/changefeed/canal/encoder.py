@@ -20,7 +20,7 @@ from ..config import CodecConfig
 from ..ddl import canal_type
 from ..errors import EncodeError
 from ..eventline import Message
-from ..largemsg import claim_check_envelope, record_length, too_large
+from ..largemsg import fit_row, record_length
 from ..model import Event, Kind, TableInfo
 from ..mysqltypes import _as_text, make_text_formatter
 from ..tso import physical_ms
@@ -319,27 +319,13 @@ class CanalJSONEncoder:
             raise EncodeError(f"{ev.kind} event without a table")
         plan = self._plan(table)
         value = self._finish(self._row_body(ev, plan, False, None))
-        limit = self.config.max_message_bytes
-        length = record_length(None, value)
-        if length > limit:
-            cfg = self.config
-            what = f"{table.qualified} at commitTs {ev.commit_ts}"
-            if cfg.large_message_handle_option == "none":
-                raise too_large("canal-json", what, length, limit,
-                                "set large-message-handle-option=handle-key-only or claim-check (with "
-                                "enable-tidb-extension=true), or raise max-message-bytes")
-            if cfg.handle_key_only:
-                value = self._finish(self._row_body(ev, plan, True, None))
-                if record_length(None, value) > limit:
-                    raise too_large("canal-json", what + " (only the handle-key columns)", record_length(None, value),
-                                    limit)
-            if cfg.claim_check:
-                assert self._claim_check is not None
-                stored = value if cfg.claim_check_raw_value else claim_check_envelope(None, value)
-                location = self._claim_check.write(self._claim_name(), stored)
-                value = self._finish(self._row_body(ev, plan, True, location))
-                if record_length(None, value) > limit:
-                    raise too_large("canal-json claim-check", what, record_length(None, value), limit)
+        if record_length(None, value) > self.config.max_message_bytes:  # rare: build the closures only then
+            value = fit_row(
+                "canal-json", f"{table.qualified} at commitTs {ev.commit_ts}", value, self.config,
+                lambda location: self._finish(self._row_body(ev, plan, True, location)),
+                self._claim_check and (lambda stored: self._claim_check.write(self._claim_name(), stored)),
+                "set large-message-handle-option=handle-key-only or claim-check (with enable-tidb-extension=true), "
+                "or raise max-message-bytes")
         return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=table.schema,
                        table=table.table, rows=1)
 

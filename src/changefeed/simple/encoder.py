@@ -23,7 +23,7 @@ from ..config import CodecConfig
 from ..ddl import canal_type
 from ..errors import EncodeError
 from ..eventline import Message
-from ..largemsg import claim_check_envelope, record_length, too_large
+from ..largemsg import fit_row, record_length, too_large
 from ..model import Event, Kind, Row, TableInfo
 from ..mysqltypes import Family, make_text_formatter
 from .avrowriter import DMLWriter
@@ -333,21 +333,12 @@ class SimpleEncoder:
             raise EncodeError(f"{ev.kind} event without a table")
         plan = self._plan(t)
         value = self._finish(self._row_value(ev, plan, False, None))
-        limit = self.config.max_message_bytes
-        length = record_length(None, value)
-        if length > limit:
-            cfg = self.config
-            what = f"{t.qualified} at commitTs {ev.commit_ts}"
-            if cfg.large_message_handle_option == "none":
-                raise too_large("simple", what, length, limit, "set large-message-handle-option=handle-key-only or "
-                                "claim-check, or raise max-message-bytes")
-            location = None
-            if cfg.claim_check:
-                stored = value if cfg.claim_check_raw_value else claim_check_envelope(None, value)
-                location = self._claim_check.write(self._claim_name(), stored)
-            value = self._finish(self._row_value(ev, plan, True, location))
-            if record_length(None, value) > limit:
-                raise too_large("simple", what + " (only the handle-key columns)", record_length(None, value), limit)
+        if record_length(None, value) > self.config.max_message_bytes:  # rare: build the closures only then
+            value = fit_row(
+                "simple", f"{t.qualified} at commitTs {ev.commit_ts}", value, self.config,
+                lambda location: self._finish(self._row_value(ev, plan, True, location)),
+                self._claim_check and (lambda stored: self._claim_check.write(self._claim_name(), stored)),
+                "set large-message-handle-option=handle-key-only or claim-check, or raise max-message-bytes")
         return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=t.schema,
                        table=t.table, rows=1)
 
