@@ -1,0 +1,47 @@
+"""MySQL/TiDB column types as Spark SQL types, chosen so that every value fits without loss.
+
+Integers get the smallest Spark type that holds their whole range (so unsigned ones move up a size, and
+BIGINT UNSIGNED becomes DECIMAL(20,0)); DECIMAL(p,s) stays decimal when Spark can hold p (38 at most),
+else it is kept as its exact text; DATETIME is TIMESTAMP_NTZ (a wall-clock value, no zone) and TIMESTAMP a
+UTC instant; TIME (up to ±838:59:59.999999, no Spark type in 4.0) is its MySQL text; ENUM and SET are their
+names; BIT(n) an integer (DECIMAL(20,0) for BIT(64)); JSON its text, or VARIANT when asked.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from ..model import TableInfo
+from ..mysqltypes import ColumnType, Family
+
+_SIGNED = {"tinyint": T.ByteType(), "smallint": T.ShortType(), "mediumint": T.IntegerType(),
+           "int": T.IntegerType(), "bigint": T.LongType()}
+_UNSIGNED = {"tinyint": T.ShortType(), "smallint": T.IntegerType(), "mediumint": T.IntegerType(),
+             "int": T.LongType(), "bigint": T.DecimalType(20, 0)}
+_SIMPLE = {Family.DATE: T.DateType(), Family.DATETIME: T.TimestampNTZType(), Family.TIMESTAMP: T.TimestampType(),
+           Family.TIME: T.StringType(), Family.YEAR: T.ShortType(), Family.STRING: T.StringType(),
+           Family.BYTES: T.BinaryType(), Family.ENUM: T.StringType(), Family.SET: T.StringType(),
+           Family.VECTOR: T.ArrayType(T.FloatType(), containsNull=False)}
+
+
+def spark_type(ct: ColumnType, *, json_as_variant: bool = False) -> T.DataType:
+    f = ct.family
+    if f is Family.INT:
+        return (_UNSIGNED if ct.unsigned else _SIGNED)[ct.name]
+    if f is Family.FLOAT:
+        return T.FloatType() if ct.name == "float" else T.DoubleType()
+    if f is Family.DECIMAL:
+        precision = ct.flen if ct.flen > 0 else 10
+        scale = max(ct.scale, 0)
+        return T.DecimalType(precision, scale) if precision <= 38 else T.StringType()
+    if f is Family.BIT:
+        return T.LongType() if ct.display_length < 64 else T.DecimalType(20, 0)
+    if f is Family.JSON:
+        return T.VariantType() if json_as_variant else T.StringType()
+    return _SIMPLE[f]
+
+
+def table_schema(t: TableInfo, *, json_as_variant: bool = False) -> T.StructType:
+    """The Delta schema of an upstream table: its columns in order, NOT NULL kept."""
+    return T.StructType([T.StructField(c.name, spark_type(c.type, json_as_variant=json_as_variant),
+                                       nullable=c.nullable is not False) for c in t.columns])
