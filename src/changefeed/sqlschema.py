@@ -614,6 +614,12 @@ class _WIdx:
     unique: bool
 
 
+def _named(items: list[Any], name: str) -> Any:
+    """The item of that name, as MySQL compares column and index names (case-insensitively)."""
+    n = name.lower()
+    return next((x for x in items if x.name.lower() == n), None)
+
+
 @dataclass(slots=True, eq=False)
 class _Work:
     stmt: str
@@ -651,11 +657,7 @@ class _Work:
     # --- lookups --------------------------------------------------------------------------------
     def find(self, name: str) -> _WCol | None:
         """A column by its current name."""
-        n = name.lower()
-        for c in self.cols:
-            if c.name.lower() == n:
-                return c
-        return None
+        return _named(self.cols, name)
 
     def find_orig(self, name: str) -> _WCol | None:
         """A column named as in the table before the statement (MySQL resolves CHANGE/MODIFY/DROP so)."""
@@ -672,11 +674,7 @@ class _Work:
         return c
 
     def find_index(self, name: str) -> _WIdx | None:
-        n = name.lower()
-        for i in self.idxs:
-            if i.name.lower() == n:
-                return i
-        return None
+        return _named(self.idxs, name)
 
     def index_name(self, base: str) -> str:
         """MySQL's name for an unnamed index: its first column's name, then name_2, name_3, ..."""
