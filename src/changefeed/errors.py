@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import orjson
+
 
 class ChangefeedError(Exception):
     """Base of the errors the CLI reports as one readable line."""
@@ -56,3 +58,14 @@ def field_offset(raw: bytes, name: str) -> int | None:
     """Byte offset of a JSON key in a raw message, to point at a bad field."""
     i = raw.find(b'"' + name.encode("utf-8", "replace") + b'"')
     return i if i >= 0 else None
+
+
+def json_object(raw: bytes | str, what: str) -> dict:
+    """`raw` parsed as a JSON object; otherwise a DecodeError at the byte where it went wrong."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
+    if not isinstance(obj, dict):
+        raise DecodeError(f"{what} is a JSON object", offset=0)
+    return obj

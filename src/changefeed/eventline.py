@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from .ddl import UnknownDDLType, action_from_query, check_action
-from .errors import DecodeError
+from .errors import DecodeError, json_object
 from .model import Column, Event, Index, Kind, Row, TableInfo
 from .mysqltypes import TypeParseError, ValueError_
 
@@ -74,12 +74,7 @@ def message_to_line(m: Message) -> bytes:
 
 
 def message_from_line(line: bytes | str) -> Message:
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
-    if not isinstance(obj, dict):
-        raise DecodeError("a message line is a JSON object", offset=0)
+    obj = json_object(line, "a message line")
     if "value" not in obj and "key" not in obj:
         raise DecodeError('a message line has "key" and "value"', field="value")
     part = obj.get("partition")
@@ -262,13 +257,7 @@ class EventReader:
         return t
 
     def parse(self, line: bytes | str) -> Event:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
-        if not isinstance(obj, dict):
-            raise DecodeError("an event line is a JSON object", offset=0)
-        return self.from_obj(obj)
+        return self.from_obj(json_object(line, "an event line"))
 
     def from_obj(self, obj: dict[str, Any]) -> Event:
         kind = _KINDS.get(obj.get("kind"))  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ import orjson
 from ..compression import decompress
 from ..config import CodecConfig
 from ..ddl import CANAL_DDL_TYPES, action_from_canal
-from ..errors import DecodeError, field_offset
+from ..errors import DecodeError, field_offset, json_object
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import ColumnType, TypeParseError, ValueError_, make_text_parser
 from ..sqlschema import SchemaError, SchemaTracker
@@ -82,16 +82,11 @@ class CanalJSONDecoder:
                 value = decompress(self._compression, value)
             except ValueError as e:
                 raise DecodeError(str(e), offset=0) from None
-        try:
-            msg = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
-        if type(msg) is dict and msg.get("isDdl") is False:
+        msg = json_object(value, "a canal-json message")
+        if msg.get("isDdl") is False:
             fast = self._decode_fast(msg)
             if fast is not None:
                 return fast
-        if not isinstance(msg, dict):
-            raise DecodeError("a canal-json message is a JSON object", offset=0)
         return self._decode_obj(msg, value)
 
     def _decode_fast(self, msg: dict[str, Any]) -> list[Event] | None:

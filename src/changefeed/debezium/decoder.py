@@ -16,7 +16,7 @@ import orjson
 
 from ..config import CodecConfig
 from ..ddl import action_from_query
-from ..errors import DecodeError, field_offset
+from ..errors import DecodeError, field_offset, json_object
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import (
     Family,
@@ -199,12 +199,7 @@ class DebeziumDecoder:
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         if value is None:
             return []  # a tombstone: the delete before it already said everything
-        try:
-            msg = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
-        if not isinstance(msg, dict):
-            raise DecodeError("a Debezium message is a JSON object", offset=0)
+        msg = json_object(value, "a Debezium message")
         schema = msg.get("schema")
         payload = msg.get("payload", msg if "op" in msg else None)
         if not isinstance(payload, dict):

@@ -23,7 +23,7 @@ import orjson
 from ..compression import decompress
 from ..config import CodecConfig
 from ..ddl import action_from_canal
-from ..errors import DecodeError, field_offset
+from ..errors import DecodeError, field_offset, json_object
 from ..model import Event, Kind, Row, TableInfo
 from ..mysqltypes import (
     TYPE_BIT,
@@ -192,13 +192,7 @@ class SimpleDecoder:
 
     def _parse(self, value: bytes) -> dict[str, Any]:
         if not self.avro:
-            try:
-                msg = orjson.loads(value)
-            except orjson.JSONDecodeError as e:
-                raise DecodeError(f"not JSON: {e.msg}", offset=e.pos) from None
-            if not isinstance(msg, dict):
-                raise DecodeError("a simple-protocol message is a JSON object", offset=0)
-            return msg
+            return json_object(value, "a simple-protocol message")
         buf = io.BytesIO(value)
         try:
             # TiCDC writes a BIT column's default as raw bytes in an Avro string: keep them readable
