@@ -1253,7 +1253,8 @@ def _alter_spec(w: _Work, p: _P, schema: str) -> Key | None:
             else:
                 w.drop_column(w.need(p.ident()))
         return None
-    if p.accept("MODIFY"):
+    modify = p.accept("MODIFY")
+    if modify or p.accept("CHANGE"):  # CHANGE [COLUMN] old new def; MODIFY [COLUMN] name def
         p.accept("COLUMN")
         if_exists = p.accept_seq("IF", "EXISTS")
         name = p.ident()
@@ -1261,19 +1262,7 @@ def _alter_spec(w: _Work, p: _P, schema: str) -> Key | None:
         if col is None and if_exists:
             return None
         col = col or w.need(name)
-        spec = _column_def(p, name)
-        w.redefine(col, spec)
-        w.place(col, p)
-        return None
-    if p.accept("CHANGE"):
-        p.accept("COLUMN")
-        if_exists = p.accept_seq("IF", "EXISTS")
-        name = p.ident()
-        col = w.find_orig(name)
-        if col is None and if_exists:
-            return None
-        col = col or w.need(name)
-        spec = _column_def(p, p.ident())
+        spec = _column_def(p, name if modify else p.ident())
         w.redefine(col, spec)
         w.place(col, p)
         return None
