@@ -305,8 +305,9 @@ class DebeziumEncoder:
             return out
         if fam is Family.TIME:
             out.update(type="int64", optional=optional, name="io.debezium.time.MicroTime", version=1, field=name)
-            if d is not None and _time_micros(d) is not None:
-                out["default"] = _time_micros(d)
+            micros = None if d is None else _time_micros(d)
+            if micros is not None:
+                out["default"] = micros
             return out
         if fam is Family.JSON:
             out.update(type="string", optional=optional, name="io.debezium.data.Json", version=1, field=name)
