@@ -73,6 +73,11 @@ class CanalJSONDecoder:
         self._fast: dict[tuple[str, str], _Shape] = {}  # the last full-row shape of each table
         self._compression = self.config.large_message_handle_compression
 
+    def remember(self, t: TableInfo) -> None:
+        """Learn a table definition from earlier DDL (a consumer resuming, or one running in pieces)."""
+        self._forget(t.schema, t.table)
+        self._tracker.put(t)
+
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Events in one message; raises DecodeError naming the field and offset."""
         if value is None:

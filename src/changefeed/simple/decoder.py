@@ -138,7 +138,8 @@ class SimpleDecoder:
     def pending(self) -> int:
         return len(self._pending)
 
-    def _remember(self, t: TableInfo | None) -> None:
+    def remember(self, t: TableInfo | None) -> None:
+        """Learn a table definition seen earlier (a consumer resuming, or one running in pieces)."""
         if t is not None and t.columns:
             self._tables[(t.schema, t.table, t.version or 0)] = _Parsers(t)
 
@@ -180,7 +181,7 @@ class SimpleDecoder:
             t = self._table(msg.get("tableSchema"), value, "tableSchema")
             if t is None:
                 raise DecodeError("a BOOTSTRAP needs tableSchema", field="tableSchema")
-            self._remember(t)
+            self.remember(t)
             return [Event(kind=Kind.BOOTSTRAP, commit_ts=0, table=t), *self._release()]
         if mtype in _DDL_TYPES:
             return [self._ddl(msg, value, mtype), *self._release()]
@@ -235,8 +236,8 @@ class SimpleDecoder:
     def _ddl(self, msg: dict[str, Any], raw: bytes, dtype: str) -> Event:
         after = self._table(msg.get("tableSchema"), raw, "tableSchema")
         before = self._table(msg.get("preTableSchema"), raw, "preTableSchema")
-        self._remember(after)
-        self._remember(before)
+        self.remember(after)
+        self.remember(before)
         query = msg.get("sql") or ""
         ev = Event(kind=Kind.DDL, commit_ts=msg.get("commitTs") or 0, query=query,
                    ddl_type=action_from_canal(dtype, query), table=after, pre_table=before)

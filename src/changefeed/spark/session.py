@@ -9,6 +9,7 @@ argument or by SPARK_MASTER. The defaults suit a small machine (see ENVIRONMENT.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
                   conf: dict[str, str] | None = None) -> SparkSession:
     """The active session if there is one, else a new one with Delta, Kafka and Avro on its classpath."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (the decoders run in them) use this interpreter, which has changefeed installed
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("SPARK_MASTER", "local[2]"))

@@ -9,10 +9,16 @@ names; BIT(n) an integer (DECIMAL(20,0) for BIT(64)); JSON its text, or VARIANT 
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..model import TableInfo
-from ..mysqltypes import ColumnType, Family
+from ..mysqltypes import ColumnType, Family, make_json_out
 
 _SIGNED = {"tinyint": T.ByteType(), "smallint": T.ShortType(), "mediumint": T.IntegerType(),
            "int": T.IntegerType(), "bigint": T.LongType()}
@@ -45,3 +51,38 @@ def table_schema(t: TableInfo, *, json_as_variant: bool = False) -> T.StructType
     """The Delta schema of an upstream table: its columns in order, NOT NULL kept."""
     return T.StructType([T.StructField(c.name, spark_type(c.type, json_as_variant=json_as_variant),
                                        nullable=c.nullable is not False) for c in t.columns])
+
+
+def text_of(ct: ColumnType) -> Callable[[Any], str | None]:
+    """A function from the column's datum (model.py) to the text `typed()` turns into its Spark value.
+
+    Changes travel as string maps (one shape for every table, so one DataFrame holds them all):
+    binary as base64, ENUM/SET by their names, everything else as MySQL writes it.
+    """
+    f = ct.family
+    if f is Family.BYTES:
+        return lambda v: None if v is None else base64.b64encode(v).decode("ascii")
+    if f is Family.FLOAT:
+        return lambda v: None if v is None else repr(float(v))
+    if f in (Family.ENUM, Family.SET) and ct.elements:
+        out = make_json_out(ct)
+        return lambda v: None if v is None else str(out(v))
+    return lambda v: None if v is None else str(v)
+
+
+def typed(text: Column, ct: ColumnType, *, json_as_variant: bool = False) -> Column:
+    """The Spark value of a column's text (see `text_of`): a JVM expression, no Python per row.
+
+    Values Spark cannot hold (MySQL's zero dates) become NULL rather than failing the batch."""
+    st = spark_type(ct, json_as_variant=json_as_variant)
+    if isinstance(st, T.StringType):
+        return text
+    if isinstance(st, T.BinaryType):
+        return F.unbase64(text)
+    if isinstance(st, T.VariantType):
+        return F.try_parse_json(text)
+    if isinstance(st, T.ArrayType):
+        return F.from_json(text, st)
+    if isinstance(st, T.TimestampType):  # the text is UTC wall-clock time, whatever the session's zone
+        return F.concat(text, F.lit("Z")).try_cast(st)
+    return text.try_cast(st)

@@ -1,0 +1,250 @@
+"""Raw records of a change stream as a Spark DataFrame: Kafka through Spark's own source, local files
+through a Python data source that reads the file transport's layout (transport/files.py).
+
+Both give the same columns, `RAW_SCHEMA`, one Spark partition per topic-partition, in offset order, so a
+decoder that runs per Spark partition sees each Kafka partition's messages in the order they were written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import orjson
+
+from ..config import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+RAW_SCHEMA = "topic string, partition int, offset long, key binary, value binary"
+FILE_SOURCE = "changefeed-files"
+
+
+@dataclass
+class Source:
+    """Where a change stream is read from: `kafka://host:port/topic[,topic]` or `file:///folder/topic`."""
+
+    scheme: str
+    topics: list[str]
+    brokers: list[str] = field(default_factory=list)
+    folder: Path | None = None
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def uri(self) -> str:
+        if self.scheme == "file":
+            return f"file://{self.folder}/{','.join(self.topics)}"
+        return f"kafka://{','.join(self.brokers)}/{','.join(self.topics)}"
+
+    def partitions(self) -> dict[str, int]:
+        """Partitions per topic: a watermark is global only once every partition has sent one."""
+        if self.scheme == "file":
+            assert self.folder is not None
+            out = {}
+            for t in self.topics:
+                meta = self.folder / t / "meta.json"
+                out[t] = int(orjson.loads(meta.read_bytes())["partitions"]) if meta.exists() else 0
+            return out
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": ",".join(self.brokers)})
+        md = admin.list_topics(timeout=10)
+        return {t: len(md.topics[t].partitions) if t in md.topics and md.topics[t].error is None else 0
+                for t in self.topics}
+
+
+def parse_source(uri: str) -> Source:
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    path = unquote(parts.path)
+    if scheme == "file":
+        p = Path(path)
+        if not path or path.endswith("/"):
+            raise ConfigError(f"source {uri!r}: file:///folder/topic — the last path segment is the topic")
+        return Source("file", [t for t in p.name.split(",") if t], folder=p.parent, params=params)
+    if scheme in ("kafka", "kafka+ssl"):
+        topics = [t for t in path.strip("/").split(",") if t]
+        brokers = [b for b in parts.netloc.rsplit("@", 1)[-1].split(",") if b]
+        if not topics or not brokers:
+            raise ConfigError(f"source {uri!r}: kafka://host:port/topic[,topic...]")
+        return Source("kafka", topics, brokers=brokers, params=params)
+    raise ConfigError(f"source {uri!r}: scheme {parts.scheme!r} is not supported (kafka:// or file://)")
+
+
+def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = True,
+             max_records_per_trigger: int | None = None, kafka_options: dict[str, str] | None = None) -> DataFrame:
+    """The stream's records as `RAW_SCHEMA` rows (a streaming DataFrame unless streaming=False)."""
+    src = parse_source(source) if isinstance(source, str) else source
+    if src.scheme == "kafka":
+        r = spark.readStream if streaming else spark.read
+        r = (r.format("kafka").option("kafka.bootstrap.servers", ",".join(src.brokers))
+             .option("subscribe", ",".join(src.topics)).option("startingOffsets", "earliest")
+             .option("failOnDataLoss", "true"))
+        if streaming and max_records_per_trigger:
+            r = r.option("maxOffsetsPerTrigger", str(max_records_per_trigger))
+        if not streaming:
+            r = r.option("endingOffsets", "latest")
+        for k, v in (kafka_options or {}).items():
+            r = r.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+        return r.load().selectExpr("topic", "partition", "offset", "key", "value")
+    register_file_source(spark)
+    r = spark.readStream if streaming else spark.read
+    r = r.format(FILE_SOURCE).option("path", str(src.folder)).option("topics", ",".join(src.topics))
+    return r.load()
+
+
+def register_file_source(spark: SparkSession) -> None:
+    spark.dataSource.register(FileTopicSource)
+
+
+# --- the Python data source over the file transport --------------------------------------------------
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+except ImportError:  # pragma: no cover - pyspark is a dependency; this keeps the module importable for docs
+    DataSource = DataSourceReader = DataSourceStreamReader = InputPartition = object  # type: ignore[misc,assignment]
+
+
+class _Range(InputPartition):  # type: ignore[misc]
+    """Records [start, end) of one partition file, starting at byte `pos`."""
+
+    def __init__(self, path: str, topic: str, partition: int, start: int, end: int | None, pos: int) -> None:
+        self.path, self.topic, self.partition = path, topic, partition
+        self.start, self.end, self.pos = start, end, pos
+
+
+def _partition_files(folder: Path, topics: list[str]) -> list[tuple[str, int, Path]]:
+    out = []
+    for t in topics:
+        meta = folder / t / "meta.json"
+        if not meta.exists():
+            continue
+        n = int(orjson.loads(meta.read_bytes())["partitions"])
+        out.extend((t, p, folder / t / f"partition-{p}.jsonl") for p in range(n))
+    return out
+
+
+def _read_range(r: _Range) -> Iterator[Any]:
+    """The records of a range as Arrow batches; a torn last line (a writer mid-append) is left for later."""
+    import pyarrow as pa
+
+    from ..eventline import payload_from_json
+
+    if not os.path.exists(r.path):
+        return
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+                        ("key", pa.binary()), ("value", pa.binary())])
+    offs: list[int] = []
+    keys: list[bytes | None] = []
+    vals: list[bytes | None] = []
+    with open(r.path, "rb") as f:
+        f.seek(r.pos)
+        off = r.start
+        for line in f:
+            if r.end is not None and off >= r.end or not line.endswith(b"\n"):
+                break
+            rec = orjson.loads(line)
+            offs.append(rec["offset"])
+            keys.append(payload_from_json(rec.get("key"), "key"))
+            vals.append(payload_from_json(rec.get("value"), "value"))
+            off += 1
+            if len(offs) >= 8192:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([r.topic] * len(offs)), pa.array([r.partition] * len(offs), pa.int32()),
+                     pa.array(offs, pa.int64()), pa.array(keys, pa.binary()), pa.array(vals, pa.binary())],
+                    schema=schema)
+                offs, keys, vals = [], [], []
+    if offs:
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([r.topic] * len(offs)), pa.array([r.partition] * len(offs), pa.int32()),
+             pa.array(offs, pa.int64()), pa.array(keys, pa.binary()), pa.array(vals, pa.binary())], schema=schema)
+
+
+class _BatchReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, folder: Path, topics: list[str]) -> None:
+        self.folder, self.topics = folder, topics
+
+    def partitions(self) -> Sequence[_Range]:
+        return [_Range(str(path), t, p, 0, None, 0) for t, p, path in _partition_files(self.folder, self.topics)]
+
+    def read(self, partition: _Range) -> Iterator[Any]:  # type: ignore[override]
+        return _read_range(partition)
+
+
+class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """Offsets are {"topic/partition": [next offset, its byte position]}; the driver scans only new bytes."""
+
+    def __init__(self, folder: Path, topics: list[str]) -> None:
+        self.folder, self.topics = folder, topics
+        self._known: dict[str, list[int]] = {}
+
+    def initialOffset(self) -> dict:
+        return {f"{t}/{p}": [0, 0] for t, p, _ in _partition_files(self.folder, self.topics)}
+
+    def _scan(self, key: str, path: Path, start: list[int]) -> list[int]:
+        """The last complete record after `start` (offset, byte position)."""
+        off, pos = self._known.get(key, start)
+        if off < start[0]:
+            off, pos = start
+        if not path.exists():
+            return [off, pos]
+        with open(path, "rb") as f:
+            f.seek(pos)
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break
+                off += 1
+                pos += len(line)
+        self._known[key] = [off, pos]
+        return [off, pos]
+
+    def latestOffset(self) -> dict:
+        return {f"{t}/{p}": self._scan(f"{t}/{p}", path, [0, 0])
+                for t, p, path in _partition_files(self.folder, self.topics)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[_Range]:
+        out = []
+        for t, p, path in _partition_files(self.folder, self.topics):
+            key = f"{t}/{p}"
+            s = start.get(key, [0, 0])
+            e = end.get(key, s)
+            if e[0] > s[0]:
+                out.append(_Range(str(path), t, p, s[0], e[0], s[1]))
+        return out
+
+    def read(self, partition: _Range) -> Iterator[Any]:  # type: ignore[override]
+        return _read_range(partition)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class FileTopicSource(DataSource):  # type: ignore[misc]
+    """`spark.read(Stream).format("changefeed-files").option("path", folder).option("topics", "a,b")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FILE_SOURCE
+
+    def schema(self) -> str:
+        return RAW_SCHEMA
+
+    def _args(self) -> tuple[Path, list[str]]:
+        folder = self.options.get("path")
+        topics = [t for t in (self.options.get("topics") or "").split(",") if t]
+        if not folder or not topics:
+            raise ConfigError("the changefeed-files source needs options path and topics")
+        return Path(folder), topics
+
+    def reader(self, schema: Any) -> _BatchReader:
+        return _BatchReader(*self._args())
+
+    def streamReader(self, schema: Any) -> _StreamReader:
+        folder, topics = self._args()
+        return _StreamReader(folder, topics)
