@@ -133,54 +133,56 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
             emitted.add(sig)
             return orjson.dumps(table_to_json(t))
 
+        cols: dict[str, list[Any]] = {f: [] for f in _FIELDS}
+
+        def emit(topic: str, part: int, off: int, idx: int, ev: Event) -> None:
+            t = ev.subject
+            c = cols
+            c["topic"].append(topic)
+            c["partition"].append(part)
+            c["offset"].append(off)
+            c["idx"].append(idx)
+            c["kind"].append(ev.kind.value)
+            c["database"].append(t.schema if t is not None else None)
+            c["table"].append(t.table if t is not None else None)
+            c["commit_ts"].append(ev.commit_ts)
+            c["schema_version"].append(t.version if t is not None else None)
+            c["position"].append(orjson.dumps(ev.position).decode() if ev.position else None)
+            if ev.kind in ROW_KINDS and t is not None:
+                cv = conv(t)
+                c["before"].append(cv.text(ev.before))
+                c["after"].append(cv.text(ev.after))
+                td = table_def(t)
+                c["table_def"].append(td.decode() if td else None)
+                c["pre_table_def"].append(None)
+            else:
+                c["before"].append(None)
+                c["after"].append(None)
+                after = orjson.dumps(table_to_json(ev.table)).decode() if ev.table is not None else None
+                before = orjson.dumps(table_to_json(ev.pre_table)).decode() if ev.pre_table is not None \
+                    else None
+                c["table_def"].append(after)
+                c["pre_table_def"].append(before)
+                if ev.table is not None and ev.table.columns and ev.kind in (Kind.DDL, Kind.BOOTSTRAP):
+                    learnt.append((ev.commit_ts, ev.table))
+            c["ddl"].append(ev.query)
+            c["ddl_type"].append(ev.ddl_type)
+            c["error"].append(None)
+            c["key"].append(None)
+            c["value"].append(None)
+
+        def fail(topic: str, part: int, off: int, reason: str, key: bytes | None, value: bytes | None) -> None:
+            c = cols
+            for f, v in (("topic", topic), ("partition", part), ("offset", off), ("idx", 0),
+                         ("kind", "error"), ("error", reason), ("key", key), ("value", value)):
+                c[f].append(v)
+            for f in _FIELDS:
+                if len(c[f]) < len(c["topic"]):
+                    c[f].append(None)
+
         for batch in batches:
-            cols: dict[str, list[Any]] = {f: [] for f in _FIELDS}
-
-            def emit(topic: str, part: int, off: int, idx: int, ev: Event) -> None:
-                t = ev.subject
-                c = cols
-                c["topic"].append(topic)
-                c["partition"].append(part)
-                c["offset"].append(off)
-                c["idx"].append(idx)
-                c["kind"].append(ev.kind.value)
-                c["database"].append(t.schema if t is not None else None)
-                c["table"].append(t.table if t is not None else None)
-                c["commit_ts"].append(ev.commit_ts)
-                c["schema_version"].append(t.version if t is not None else None)
-                c["position"].append(orjson.dumps(ev.position).decode() if ev.position else None)
-                if ev.kind in ROW_KINDS and t is not None:
-                    cv = conv(t)
-                    c["before"].append(cv.text(ev.before))
-                    c["after"].append(cv.text(ev.after))
-                    td = table_def(t)
-                    c["table_def"].append(td.decode() if td else None)
-                    c["pre_table_def"].append(None)
-                else:
-                    c["before"].append(None)
-                    c["after"].append(None)
-                    after = orjson.dumps(table_to_json(ev.table)).decode() if ev.table is not None else None
-                    before = orjson.dumps(table_to_json(ev.pre_table)).decode() if ev.pre_table is not None \
-                        else None
-                    c["table_def"].append(after)
-                    c["pre_table_def"].append(before)
-                    if ev.table is not None and ev.table.columns and ev.kind in (Kind.DDL, Kind.BOOTSTRAP):
-                        learnt.append((ev.commit_ts, ev.table))
-                c["ddl"].append(ev.query)
-                c["ddl_type"].append(ev.ddl_type)
-                c["error"].append(None)
-                c["key"].append(None)
-                c["value"].append(None)
-
-            def fail(topic: str, part: int, off: int, reason: str, key: bytes | None, value: bytes | None) -> None:
-                c = cols
-                for f, v in (("topic", topic), ("partition", part), ("offset", off), ("idx", 0),
-                             ("kind", "error"), ("error", reason), ("key", key), ("value", value)):
-                    c[f].append(v)
-                for f in _FIELDS:
-                    if len(c[f]) < len(c["topic"]):
-                        c[f].append(None)
-
+            for f in _FIELDS:
+                cols[f] = []
             topics = batch.column(0).to_pylist()
             parts = batch.column(1).to_pylist()
             offsets = batch.column(2).to_pylist()
@@ -212,19 +214,15 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
             yield pa.RecordBatch.from_pydict(cols, schema=out_schema)
 
         # DML still waiting for its table's schema at the end of the task: dead letters, not silence
-        cols = {f: [] for f in _FIELDS}
+        for f in _FIELDS:
+            cols[f] = []
         for (topic, part), q in waiting.items():
             d = decoders[(topic, part)]
             if hasattr(d, "take_pending"):
                 d.take_pending()
             for off, key, value in q:
-                for f, v in (("topic", topic), ("partition", part), ("offset", off), ("idx", 0), ("kind", "error"),
-                             ("error", f"{topic}/{part}@{off}: DML before any BOOTSTRAP or DDL of its table "
-                                       "(no schema to decode it with)"), ("key", key), ("value", value)):
-                    cols[f].append(v)
-                for f in _FIELDS:
-                    if len(cols[f]) < len(cols["topic"]):
-                        cols[f].append(None)
+                fail(topic, part, off, f"{topic}/{part}@{off}: DML before any BOOTSTRAP or DDL of its table "
+                     "(no schema to decode it with)", key, value)
         if cols["topic"]:
             yield pa.RecordBatch.from_pydict(cols, schema=out_schema)
         if schema_store is not None:

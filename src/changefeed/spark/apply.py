@@ -1,0 +1,685 @@
+"""Applying decoded changes to Delta tables: in commit order, transaction-consistent, exactly once.
+
+Every micro-batch first lands in the bronze changelog (append-only, one Delta commit per batch, idempotent
+through Delta's txnAppId/txnVersion). Rows are then applied from the changelog only up to the global
+watermark (the smallest of the partitions' watermarks), in commit order, table by table, split at each DDL's
+commit ts so that a DDL is applied (once) between the rows before and after it. Each table's commit carries
+`txnVersion` = the commit ts it is complete up to: a replay after a crash finds the table's own version in its
+Delta log and skips what it already holds, and rows at or below the applied watermark (an at-least-once
+redelivery) never enter a window again. Streams without watermarks (Avro, real Debezium) are applied batch by
+batch, each key in its commit (or binlog) order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import ChangefeedError
+from ..eventline import table_from_json
+from ..model import TableInfo
+from .types import table_schema, text_of, typed
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+ROW_KINDS_SQL = "('insert', 'update', 'delete')"
+START_AT, END_AT = "__START_AT", "__END_AT"
+TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
+                    "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
+
+
+_COLUMN_RENAMING = ("ActionRenameColumn", "ActionModifyColumn", "ActionMultiSchemaChange")
+
+
+class ApplyError(ChangefeedError):
+    """A change or DDL the lake cannot take; the pipeline stops here (the changelog keeps it)."""
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass
+class Ddl:
+    commit_ts: int
+    query: str
+    ddl_type: str
+    database: str | None
+    table: str | None
+    after: TableInfo | None
+    before: TableInfo | None
+
+
+@dataclass
+class BatchReport:
+    batch_id: int
+    rows_in: int = 0
+    rows_applied: int = 0
+    errors: int = 0
+    ddl_applied: int = 0
+    watermark: int = 0
+    applied_ts: int = 0
+    tables: set[str] = field(default_factory=set)
+    seconds: float = 0.0
+
+
+@dataclass
+class ApplyOptions:
+    keys: list[str] | None = None
+    sequence_by: list[str] = field(default_factory=lambda: ["commit_ts"])
+    scd_type: int = 1
+    apply_as_deletes: str | None = None
+    apply_as_truncates: str | None = None
+    column_list: list[str] | None = None
+    except_column_list: list[str] | None = None
+    track_history_column_list: list[str] | None = None
+    watermarks: bool = True
+    on_ddl_error: str = "stop"  # stop | skip
+    json_as_variant: bool = False
+
+
+class ChangeApplier:
+    """The driver side of a consumer: owns the lake's layout and the consumer's progress."""
+
+    def __init__(self, spark: SparkSession, lake: str, *, app_id: str = "changefeed",
+                 options: ApplyOptions | None = None,
+                 partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None,
+                 on_batch: Callable[[BatchReport], None] | None = None) -> None:
+        self.spark = spark
+        self.lake = lake.rstrip("/")
+        self.app_id = app_id
+        self.o = options or ApplyOptions()
+        if self.o.scd_type not in (1, 2):
+            raise ApplyError(f"stored_as_scd_type must be 1 or 2, not {self.o.scd_type}")
+        if self.o.on_ddl_error not in ("stop", "skip"):
+            raise ApplyError(f"on_ddl_error is stop or skip, not {self.o.on_ddl_error!r}")
+        if self.o.track_history_column_list is not None and self.o.scd_type != 2:
+            raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")
+        self._partitions = partitions
+        self.on_batch = on_batch
+        self.bronze = f"{self.lake}/_changefeed/changelog"
+        self.dead = f"{self.lake}/_changefeed/dead_letters"
+        self.progress = f"{self.lake}/_changefeed/progress"
+        self._loaded = False
+        self.applied_ts = 0
+        self.watermarks: dict[str, int] = {}
+        self.defs: dict[tuple[str, str], TableInfo] = {}
+        self.pending: dict[tuple[int, str], Ddl] = {}
+
+    # --- paths and Delta helpers ----------------------------------------------------------------
+    def path(self, database: str, table: str) -> str:
+        return f"{self.lake}/{database}/{table}"
+
+    def _jvm_log(self, path: str) -> Any:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, path)  # type: ignore[attr-defined]
+
+    def exists(self, path: str) -> bool:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(self.spark._jsparkSession, path))  # type: ignore[attr-defined]
+
+    def txn_version(self, path: str) -> int:
+        """The last txnVersion this consumer committed to a table (-1: none, or no table)."""
+        if not self.exists(path):
+            return -1
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        none = jvm.scala.Option.empty()
+        snap = self._jvm_log(path).update(False, none, none)
+        v = snap.transactions().get(self.app_id)
+        return int(v.get()) if v.isDefined() else -1
+
+    def _with_txn(self, version: int, fn: Callable[[], Any]) -> Any:
+        conf = self.spark.conf
+        conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
+        conf.set("spark.databricks.delta.write.txnVersion", str(version))
+        try:
+            return fn()
+        finally:
+            conf.unset("spark.databricks.delta.write.txnAppId")
+            conf.unset("spark.databricks.delta.write.txnVersion")
+
+    def _mark(self, path: str, version: int) -> None:
+        """An empty commit carrying txnVersion: the table is complete up to `version`."""
+        schema = self.spark.read.format("delta").load(path).schema
+        (self.spark.createDataFrame([], schema).write.format("delta").mode("append")
+         .option("txnAppId", self.app_id).option("txnVersion", version).save(path))
+
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        return p.getFileSystem(self.spark._jsc.hadoopConfiguration()), p  # type: ignore[attr-defined]
+
+    # --- consumer state ---------------------------------------------------------------------------
+    def _load(self) -> None:
+        """Progress, watermarks, table definitions and pending DDL, from the lake itself."""
+        if self._loaded:
+            return
+        self._loaded = True
+        from pyspark.sql import functions as F
+
+        if self.exists(self.progress):
+            last = (self.spark.read.format("delta").load(self.progress).orderBy(F.col("batch_id").desc())
+                    .limit(1).collect())
+            if last:
+                self.applied_ts = last[0]["applied_ts"]
+                self.watermarks = orjson.loads(last[0]["watermarks"])
+        if self.exists(self.bronze):
+            defs = (self.spark.read.format("delta").load(self.bronze)
+                    .where("table_def IS NOT NULL OR kind = 'ddl'")
+                    .select(*self._ctrl_columns())
+                    .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
+            self._learn(defs)
+
+    def _ctrl_columns(self) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        truncate = F.expr(self.o.apply_as_truncates) if self.o.apply_as_truncates else F.lit(False)
+        return ["kind", "commit_ts", "topic", "partition", "offset", "idx", "database", "table", "ddl", "ddl_type",
+                "table_def", "pre_table_def", F.coalesce(truncate, F.lit(False)).alias("_truncate")]
+
+    def _learn(self, rows: list[Any]) -> None:
+        for r in rows:
+            if r["kind"] == "ddl" or r["_truncate"]:
+                dtype = "ActionTruncateTable" if r["_truncate"] else r["ddl_type"] or ""
+                d = Ddl(r["commit_ts"], r["ddl"] or f"TRUNCATE TABLE {r['database']}.{r['table']}", dtype,
+                        r["database"], r["table"],
+                        table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
+                        table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
+                if d.commit_ts > self.applied_ts or not self.o.watermarks:
+                    self.pending.setdefault((d.commit_ts, d.query), d)
+                else:
+                    self._learn_ddl(d)
+            elif r["table_def"] and r["kind"] in ("insert", "update", "delete", "bootstrap"):
+                t = table_from_json(orjson.loads(r["table_def"]))
+                key = (t.schema, t.table)
+                have = self.defs.get(key)
+                # a definition from DDL or BOOTSTRAP wins over one a row message implied (fewer facts)
+                if have is None or r["kind"] == "bootstrap" or (
+                        have.version is not None and t.version is not None and t.version > have.version):
+                    self.defs[key] = t
+
+    def _learn_ddl(self, d: Ddl) -> None:
+        if d.before is not None and d.before.table:
+            self.defs.pop((d.before.schema, d.before.table), None)
+        if d.ddl_type in ("ActionDropTable", "ActionDropView") and d.database and d.table:
+            self.defs.pop((d.database, d.table), None)
+        if d.after is not None and d.after.columns:
+            self.defs[(d.after.schema, d.after.table)] = d.after
+
+    def next_batch_id(self) -> int:
+        """For changes applied as a batch: one more than the last batch the lake recorded."""
+        if not self.exists(self.progress):
+            return 0
+        from pyspark.sql import functions as F
+
+        last = self.spark.read.format("delta").load(self.progress).agg(F.max("batch_id")).collect()[0][0]
+        return 0 if last is None else int(last) + 1
+
+    def partitions(self) -> dict[str, int]:
+        p = self._partitions
+        if p is None:
+            return {}
+        return p() if callable(p) else dict(p)
+
+    def global_watermark(self) -> int:
+        expected = self.partitions()
+        keys = [f"{t}/{i}" for t, n in expected.items() for i in range(n)]
+        if not keys:
+            keys = list(self.watermarks)  # no partition count given: the partitions seen so far
+        if not keys or any(k not in self.watermarks for k in keys):
+            return 0
+        return min(self.watermarks[k] for k in keys)
+
+    # --- one micro-batch --------------------------------------------------------------------------
+    def process(self, changes: DataFrame, batch_id: int) -> BatchReport:
+        from pyspark.sql import functions as F
+
+        t0 = time.monotonic()
+        self._load()
+        rep = BatchReport(batch_id)
+        changes = changes.persist()
+        try:
+            errors = changes.where("kind = 'error'")
+            rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
+            (errors.select("topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
+                           F.lit(batch_id).cast("long").alias("_batch"))
+             .write.format("delta").mode("append").option("txnAppId", self.app_id)
+             .option("txnVersion", batch_id).save(self.dead))
+            rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
+                "txnVersion", batch_id).save(self.bronze)
+            counts = {r["kind"]: r["n"] for r in changes.groupBy("kind").agg(F.count("*").alias("n")).collect()}
+            rep.errors = counts.get("error", 0)
+            rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
+            ctrl = (rows.where("kind IN ('watermark', 'ddl', 'bootstrap') OR table_def IS NOT NULL")
+                    .select(*self._ctrl_columns())
+                    .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
+        finally:
+            changes.unpersist()
+        for r in ctrl:
+            if r["kind"] == "watermark":
+                k = f"{r['topic']}/{r['partition']}"
+                self.watermarks[k] = max(self.watermarks.get(k, 0), r["commit_ts"])
+        self._learn([r for r in ctrl if r["kind"] != "watermark"])
+        if self.o.watermarks:
+            hi = self.global_watermark()
+            rep.watermark = hi
+            if hi > self.applied_ts:
+                window = (self.spark.read.format("delta").load(self.bronze)
+                          .where(f"kind IN {ROW_KINDS_SQL} AND commit_ts > {self.applied_ts} AND commit_ts <= {hi}"))
+                self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None)
+                self.applied_ts = hi
+        else:
+            window = (self.spark.read.format("delta").load(self.bronze)
+                      .where(f"kind IN {ROW_KINDS_SQL} AND _batch = {batch_id}"))
+            self._apply_window(window, 0, 0, rep, key_mode_batch=batch_id)
+        rep.applied_ts = self.applied_ts
+        self._save_progress(batch_id, rep)
+        rep.seconds = time.monotonic() - t0
+        if self.on_batch is not None:
+            self.on_batch(rep)
+        return rep
+
+    def _save_progress(self, batch_id: int, rep: BatchReport) -> None:
+        row = [(batch_id, self.applied_ts, orjson.dumps(self.watermarks).decode(), rep.rows_in, rep.errors,
+                int(time.time() * 1000))]
+        (self.spark.createDataFrame(row, "batch_id long, applied_ts long, watermarks string, rows long, "
+                                         "errors long, at_ms long")
+         .write.format("delta").mode("append").option("txnAppId", self.app_id).option("txnVersion", batch_id)
+         .save(self.progress))
+
+    # --- windows, segments, tables ----------------------------------------------------------------
+    def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
+                      key_mode_batch: int | None) -> None:
+        from pyspark.sql import functions as F
+
+        if key_mode_batch is None:
+            ddls = sorted((d for d in self.pending.values() if lo < d.commit_ts <= hi), key=lambda d: d.commit_ts)
+        else:
+            ddls = sorted(self.pending.values(), key=lambda d: d.commit_ts)
+        bounds = sorted({d.commit_ts for d in ddls})
+        if self.o.apply_as_deletes:
+            window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
+                                       .otherwise(F.col("kind")))
+        arr = F.array(*[F.lit(b).cast("long") for b in bounds]) if bounds else F.array().cast("array<long>")
+        window = window.withColumn("_seg", F.size(F.filter(arr, lambda b: b < F.col("commit_ts")))).persist()
+        try:
+            touched = window.groupBy("_seg", "database", "table").agg(F.count("*").alias("n")).collect()
+            by_seg: dict[int, list[tuple[str, str, int]]] = {}
+            for r in touched:
+                by_seg.setdefault(r["_seg"], []).append((r["database"], r["table"], r["n"]))
+            for seg in range(len(bounds) + 1):
+                end = bounds[seg] - 1 if seg < len(bounds) else hi
+                version = end if key_mode_batch is None else key_mode_batch * 1_000_000 + 2 * seg
+                for db, tbl, n in sorted(by_seg.get(seg, [])):
+                    rows = window.where((F.col("_seg") == seg) & (F.col("database") == db) & (F.col("table") == tbl))
+                    if self._apply_rows(db, tbl, rows, version):
+                        rep.rows_applied += n
+                        rep.tables.add(f"{db}.{tbl}")
+                if seg < len(bounds):
+                    group = [d for d in ddls if d.commit_ts == bounds[seg]]
+                    dv = bounds[seg] if key_mode_batch is None else key_mode_batch * 1_000_000 + 2 * seg + 1
+                    for d in group:
+                        self._apply_ddl(d, dv)
+                        self.pending.pop((d.commit_ts, d.query), None)
+                        self._learn_ddl(d)
+                        rep.ddl_applied += 1
+        finally:
+            window.unpersist()
+
+    def _definition(self, db: str, tbl: str, rows: DataFrame) -> TableInfo:
+        t = self.defs.get((db, tbl))
+        if t is not None:
+            return t
+        # no DDL or BOOTSTRAP seen: the definition the row messages carried (e.g. canal-json's mysqlType)
+        from pyspark.sql import functions as F
+
+        found = rows.where(F.col("table_def").isNotNull()).select("table_def").limit(1).collect()
+        if not found:
+            raise ApplyError(f"no definition of table {db}.{tbl} in the stream (no DDL, BOOTSTRAP or typed row)")
+        t = self.defs[(db, tbl)] = table_from_json(orjson.loads(found[0]["table_def"]))
+        return t
+
+    def _columns(self, t: TableInfo) -> list[str]:
+        keys = set(self._keys(t))
+        names = [c.name for c in t.columns]
+        if self.o.column_list is not None:
+            names = [n for n in names if n in self.o.column_list or n in keys]
+        if self.o.except_column_list is not None:
+            names = [n for n in names if n not in self.o.except_column_list or n in keys]
+        return names
+
+    def _keys(self, t: TableInfo) -> list[str]:
+        if self.o.keys:
+            return list(self.o.keys)
+        return list(t.handle_key) or [c.name for c in t.columns]
+
+    def _schema(self, t: TableInfo) -> Any:
+        from pyspark.sql import types as T
+
+        full = table_schema(t, json_as_variant=self.o.json_as_variant)
+        keep = set(self._columns(t))
+        fields = [f for f in full.fields if f.name in keep]
+        if self.o.scd_type == 2:
+            fields += [T.StructField(START_AT, T.LongType(), False), T.StructField(END_AT, T.LongType(), True)]
+        return T.StructType(fields)
+
+    def create(self, t: TableInfo, path: str) -> None:
+        if self.exists(path):
+            return
+        from delta.tables import DeltaTable
+
+        b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(self._schema(t))
+        for k, v in TABLE_PROPERTIES.items():
+            b = b.property(k, v)
+        b.execute()
+
+    def _apply_rows(self, db: str, tbl: str, rows: DataFrame, version: int) -> bool:
+        path = self.path(db, tbl)
+        if self.txn_version(path) >= version:
+            return False  # this table already holds these rows (a replay after a crash)
+        t = self._definition(db, tbl, rows)
+        self.create(t, path)
+        target_cols = set(self.spark.read.format("delta").load(path).columns)
+        cols = [c for c in self._columns(t) if c in target_cols]
+        if self.o.scd_type == 1:
+            self._merge_scd1(t, path, rows, cols, version)
+        else:
+            self._merge_scd2(t, path, rows, cols, version)
+        return True
+
+    def _ops(self, t: TableInfo, rows: DataFrame) -> tuple[DataFrame, list[str]]:
+        """Each change as one or two keyed operations: D (delete the key) and U (the key's new image).
+
+        An UPDATE that changes the key deletes the old key and writes the new one; within one commit ts,
+        deletes come before writes (TiCDC's order when it splits such updates)."""
+        from pyspark.sql import functions as F
+
+        keys = self._keys(t)
+        changed = " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
+                              f"after[{_lit(k)}])" for k in keys)
+        d = "named_struct('op', 'D', 'img', before, 'r', 0)"
+        u = "named_struct('op', 'U', 'img', after, 'r', 1)"
+        ops_expr = (f"CASE WHEN kind = 'delete' THEN array(named_struct('op', 'D', 'img', coalesce(before, after), "
+                    f"'r', 0)) WHEN kind = 'insert' THEN array({u}) WHEN before IS NOT NULL AND ({changed}) "
+                    f"THEN array({d}, {u}) ELSE array({u}) END")
+        seq = [F.col(s) for s in self.o.sequence_by]
+        # real Debezium events carry their binlog position: ordered by it within one commit ts
+        pos = [F.get_json_object("position", f"$.{k}").alias(f"__pos_{k}") for k in ("file", "pos", "row")]
+        ops = rows.select(*seq, *pos, "topic", "partition", "offset", "idx", F.explode(F.expr(ops_expr)).alias("o"))
+        pos = ["__pos_file", "__pos_pos", "__pos_row"]
+        key_names = [f"__k{i}" for i in range(len(keys))]
+        ops = ops.select(*seq, *pos, "topic", "partition", "offset", "idx", F.col("o.op").alias("__op"),
+                         F.col("o.img").alias("__img"), F.col("o.r").alias("__r"),
+                         *[F.col("o.img")[k].alias(n) for k, n in zip(keys, key_names, strict=True)])
+        order = [*seq, *[F.col(p) for p in pos], *[F.col(c) for c in ("__r", "topic", "partition", "offset", "idx")]]
+        return ops.withColumn("__ord", F.struct(*order)), key_names
+
+    def _typed_key(self, t: TableInfo, keys: list[str], key_names: list[str]) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        by = t.by_name
+        return [typed(F.col(n), by[k].type, json_as_variant=self.o.json_as_variant).alias(n) if k in by else F.col(n)
+                for k, n in zip(keys, key_names, strict=True)]
+
+    def _value(self, t: TableInfo, name: str, img: str = "s.__img") -> Column:
+        from pyspark.sql import functions as F
+
+        col = t.by_name.get(name)
+        text = F.col(img)[name]
+        return typed(text, col.type, json_as_variant=self.o.json_as_variant) if col is not None else text
+
+    def _merge_scd1(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keys = self._keys(t)
+        ops, key_names = self._ops(t, rows)
+        w = Window.partitionBy(*key_names).orderBy(F.col("__ord").desc())
+        last = (ops.withColumn("__n", F.row_number().over(w)).where("__n = 1")
+                .select("__op", "__img", *self._typed_key(t, keys, key_names)))
+        cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
+        upd = {q(c): F.when(F.map_contains_key(F.col("s.__img"), c), self._value(t, c)).otherwise(F.col(f"t.{q(c)}"))
+               for c in cols}
+        ins = {q(c): self._value(t, c) for c in cols}
+        merge = (DeltaTable.forPath(self.spark, path).alias("t").merge(last.alias("s"), cond)
+                 .whenMatchedDelete(condition="s.__op = 'D'")
+                 .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
+                 .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
+        self._with_txn(version, merge.execute)
+
+    def _merge_scd2(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
+        """History rows: each image of a key is a version [__START_AT, __END_AT); a delete ends the open one.
+
+        With track_history_column_list, an image that changes none of those columns replaces the version
+        it follows (in place, the version keeps its start) instead of opening a new one."""
+        from delta.tables import DeltaTable
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keys = self._keys(t)
+        ops, key_names = self._ops(t, rows)
+        seq = F.col(self.o.sequence_by[0])
+        w = Window.partitionBy(*key_names).orderBy("__ord")
+        ops = ops.withColumn("__seq", seq).withColumn("__next", F.lead(seq).over(w))
+        tk = self._typed_key(t, keys, key_names)
+        target = DeltaTable.forPath(self.spark, path)
+        tracked = [c for c in (self.o.track_history_column_list or []) if c in cols]
+        inplace = F.lit(False)
+        if self.o.track_history_column_list is not None:
+            sig = F.to_json(F.struct(*[self._value(t, c, "__img").cast("string").alias(c) for c in tracked]))
+            prev = F.lag(F.struct(F.col("__op").alias("op"), F.col("__sig").alias("s")), 1).over(w)
+            ops = ops.withColumn("__sig", sig)
+            ops = ops.withColumn("__same", F.coalesce((prev["op"] == "U") & (prev["s"] == F.col("__sig")),
+                                                      F.lit(False)) & (F.col("__op") == "U"))
+            ops = ops.withColumn("__grp", F.sum(F.when(F.col("__same"), 0).otherwise(1)).over(
+                w.rowsBetween(Window.unboundedPreceding, 0)))
+            run = Window.partitionBy(*key_names, "__grp")
+            # a run of images that change no tracked column is one version: the first's start, the last's image
+            ops = (ops.withColumn("__start", F.min("__seq").over(run))
+                   .withColumn("__n", F.row_number().over(run.orderBy(F.col("__ord").desc())))
+                   .where("__n = 1").withColumn("__seq", F.col("__start")).drop("__n", "__start"))
+            # the key's open version in the table: when the first run changes no tracked column of it, the
+            # run updates that version in place
+            cur = (target.toDF().where(F.col(q(END_AT)).isNull())
+                   .select(*[F.col(q(k)).alias(f"__c{i}") for i, k in enumerate(keys)],
+                           F.to_json(F.struct(*[F.col(q(c)).cast("string").alias(c) for c in tracked])).alias("__cur")))
+            tkeys = self._typed_key(t, keys, key_names)
+            ops = ops.select("*", *[c.alias(f"__t{i}") for i, c in enumerate(tkeys)])
+            ops = ops.join(cur, F.expr(" AND ".join(f"__t{i} <=> __c{i}" for i in range(len(keys)))), "left")
+            ops = ops.withColumn("__inplace", (F.col("__grp") == 1) & (F.col("__op") == "U")
+                                 & (F.col("__cur") == F.col("__sig")))
+            inplace = F.col("__inplace")
+        first = ops.groupBy(*key_names).agg(
+            F.min("__seq").alias("__first"),
+            F.max(F.when(inplace, F.struct("__img", "__next"))).alias("__ip"))
+        close = first.select(F.when(F.col("__ip").isNull(), F.lit("C")).otherwise(F.lit("I")).alias("__op"),
+                             F.col("__ip.__img").alias("__img"), F.lit(None).cast("long").alias("__seq"),
+                             F.col("__ip.__next").alias("__next"), F.col("__first"), *tk)
+        nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in close.select(*key_names).schema.fields]
+        vers = ops.where(F.col("__op") == "U").where(~inplace).select(
+            F.lit("V").alias("__op"), "__img", "__seq", "__next", F.lit(None).cast("long").alias("__first"), *nulls)
+        src = close.unionByName(vers)
+        cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
+        ins = {q(c): self._value(t, c) for c in cols}
+        ins[q(START_AT)] = F.col("s.__seq")
+        ins[q(END_AT)] = F.col("s.__next")
+        in_place = {q(c): F.when(F.map_contains_key(F.col("s.__img"), c), self._value(t, c))
+                    .otherwise(F.col(f"t.{q(c)}")) for c in cols}
+        in_place[q(END_AT)] = F.col("s.__next")
+        merge = (target.alias("t")
+                 .merge(src.alias("s"), f"({cond}) AND t.{q(END_AT)} IS NULL AND s.__op IN ('C', 'I')")
+                 .whenMatchedUpdate(condition="s.__op = 'I'", set=in_place)
+                 .whenMatchedUpdate(set={q(END_AT): F.col("s.__first")})
+                 .whenNotMatchedInsert(condition="s.__op = 'V'", values=ins))
+        self._with_txn(version, merge.execute)
+
+    # --- DDL --------------------------------------------------------------------------------------
+    def _apply_ddl(self, d: Ddl, version: int) -> None:
+        try:
+            self._ddl(d, version)
+        except ApplyError as e:
+            if self.o.on_ddl_error == "stop":
+                raise
+            self._record_skipped(d, str(e))
+        except Exception as e:  # Delta refused it
+            reason = f"cannot apply DDL at commit ts {d.commit_ts} ({d.query}): {type(e).__name__}: " \
+                     f"{str(e).splitlines()[0] if str(e) else ''}"
+            if self.o.on_ddl_error == "stop":
+                raise ApplyError(reason + " (on-ddl-error=skip records it and goes on)") from e
+            self._record_skipped(d, reason)
+
+    def _record_skipped(self, d: Ddl, reason: str) -> None:
+        row = [(f"ddl@{d.commit_ts}", -1, -1, None, d.query.encode(), reason, -1)]
+        (self.spark.createDataFrame(row, "topic string, partition int, offset long, key binary, value binary, "
+                                         "reason string, _batch long")
+         .write.format("delta").mode("append").save(self.dead))
+
+    def _ddl(self, d: Ddl, version: int) -> None:
+        a = d.ddl_type
+        db = d.database or (d.after.schema if d.after else d.before.schema if d.before else "")
+        if a == "ActionDropSchema":
+            if db:
+                fs, p = self._fs(f"{self.lake}/{db}")
+                if fs.exists(p):
+                    fs.delete(p, True)
+            return
+        if a in ("ActionCreateSchema", "ActionModifySchemaCharsetAndCollate", "ActionNone"):
+            return
+        if a == "ActionRenameTable" or a == "ActionRenameTables":
+            if d.before is None or d.after is None:
+                raise ApplyError(f"RENAME TABLE at commit ts {d.commit_ts} without the table before and after")
+            src, dst = self.path(d.before.schema, d.before.table), self.path(d.after.schema, d.after.table)
+            fs, ps = self._fs(src)
+            _, pd = self._fs(dst)
+            if fs.exists(ps) and not fs.exists(pd):
+                fs.mkdirs(pd.getParent())
+                if not fs.rename(ps, pd):
+                    raise ApplyError(f"cannot move {src} to {dst} for RENAME TABLE at commit ts {d.commit_ts}")
+            if self.exists(dst) and self.txn_version(dst) < version:
+                self._reconcile(d, dst, version)
+            return
+        name = d.table or (d.after.table if d.after else d.before.table if d.before else "")
+        if not name:
+            return
+        path = self.path(db, name)
+        if self.txn_version(path) >= version:
+            return  # applied before a crash
+        if a in ("ActionDropTable", "ActionDropView"):
+            fs, p = self._fs(path)
+            if fs.exists(p):
+                fs.delete(p, True)
+            return
+        if a == "ActionTruncateTable":
+            if self.exists(path):
+                if self.o.scd_type == 1:
+                    self._with_txn(version, lambda: self.spark.sql(f"DELETE FROM delta.`{path}`"))
+                else:
+                    self._with_txn(version, lambda: self.spark.sql(
+                        f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"))
+            return
+        if d.after is None or not d.after.columns:
+            return  # nothing in the lake depends on it (an index, a comment ...)
+        if not self.exists(path):
+            self.create(d.after, path)
+            self._mark(path, version)
+            return
+        self._reconcile(d, path, version)
+
+    def _reconcile(self, d: Ddl, path: str, version: int) -> None:
+        """Make the Delta table's columns those of the definition after the DDL."""
+        t = d.after
+        assert t is not None
+        tpath = f"delta.`{path}`"
+        current = {f.name: f for f in self.spark.read.format("delta").load(path).schema.fields
+                   if f.name not in (START_AT, END_AT)}
+        desired = [f for f in self._schema(t).fields if f.name not in (START_AT, END_AT)]
+        want = {f.name for f in desired}
+        renames: dict[str, str] = {}
+        if d.before is not None and d.ddl_type in _COLUMN_RENAMING:
+            gone = [c.name for c in d.before.columns if c.name not in t.by_name]
+            new = [c.name for c in t.columns if c.name not in d.before.by_name]
+            if len(gone) == len(new):
+                renames = dict(zip(gone, new, strict=True))
+        for old, new in renames.items():
+            if old in current and new not in current and new in want:
+                self.spark.sql(f"ALTER TABLE {tpath} RENAME COLUMN {q(old)} TO {q(new)}")
+                current[new] = current.pop(old)
+        drop = [n for n in current if n not in want]
+        if drop:
+            self.spark.sql(f"ALTER TABLE {tpath} DROP COLUMNS ({', '.join(q(n) for n in drop)})")
+            for n in drop:
+                current.pop(n)
+        prev = None
+        added: list[str] = []
+        for f in desired:
+            if f.name not in current:
+                where = f" AFTER {q(prev)}" if prev else " FIRST"
+                self.spark.sql(f"ALTER TABLE {tpath} ADD COLUMNS ({q(f.name)} {f.dataType.simpleString()}{where})")
+                added.append(f.name)
+            else:
+                have = current[f.name]
+                if have.dataType != f.dataType:
+                    self._change_type(tpath, f.name, have.dataType, f.dataType, d)
+                if have.nullable is False and f.nullable:
+                    self.spark.sql(f"ALTER TABLE {tpath} ALTER COLUMN {q(f.name)} DROP NOT NULL")
+            prev = f.name
+        # rows that predate ADD COLUMN ... DEFAULT x hold x upstream
+        fills = {}
+        before_names = set(d.before.by_name) if d.before is not None else set(current) - set(added)
+        for n in added:
+            col = t.by_name.get(n)
+            if col is None or col.default is None or n in before_names:
+                continue
+            try:
+                text = text_of(col.type)(col.normalize(col.default))
+            except Exception:
+                continue  # an expression default (CURRENT_TIMESTAMP ...) has no one value
+            fills[n] = text
+        if fills and self.o.scd_type in (1, 2):
+            sets = ", ".join(f"{q(n)} = {self._sql_typed(t, n, v)}" for n, v in fills.items())
+            self._with_txn(version, lambda: self.spark.sql(f"UPDATE {tpath} SET {sets}"))
+        else:
+            self._mark(path, version)
+
+    def _sql_typed(self, t: TableInfo, name: str, text: str | None) -> str:
+        """A SQL literal of a column's value (for UPDATE ... SET)."""
+        if text is None:
+            return "NULL"
+        from pyspark.sql import functions as F
+
+        expr = typed(F.lit(text), t.by_name[name].type, json_as_variant=self.o.json_as_variant)
+        return self._literal(expr)
+
+    def _literal(self, expr: Column) -> str:
+        from pyspark.sql import functions as F
+
+        v = self.spark.range(1).select(expr.alias("v")).select(F.col("v"), F.typeof("v").alias("t")).collect()[0]
+        val, typ = v["v"], v["t"]
+        if val is None:
+            return "NULL"
+        if isinstance(val, bytes | bytearray):
+            return f"X'{bytes(val).hex()}'"
+        if typ.startswith("timestamp") or typ == "date":
+            return f"CAST({_lit(str(val))} AS {typ})"
+        if isinstance(val, str):
+            return _lit(val)
+        return f"CAST({_lit(str(val))} AS {typ})"
+
+    def _change_type(self, tpath: str, name: str, have: Any, want: Any, d: Ddl) -> None:
+        try:
+            self.spark.sql(f"ALTER TABLE {tpath} ALTER COLUMN {q(name)} TYPE {want.simpleString()}")
+        except Exception as e:
+            raise ApplyError(f"cannot apply DDL at commit ts {d.commit_ts} ({d.query}): column {name} changes from "
+                             f"{have.simpleString()} to {want.simpleString()}, which Delta cannot widen in place "
+                             f"({str(e).splitlines()[0]})") from e

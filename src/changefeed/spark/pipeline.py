@@ -1,0 +1,92 @@
+"""The API Spark and Delta users expect: `read_changes` gives a DataFrame of decoded changes,
+`apply_changes` keeps Delta tables in step with them (the argument names of Spark's and Databricks'
+`create_auto_cdc_flow`, so moving between the two is easy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import build_config
+from .apply import ApplyOptions, BatchReport, ChangeApplier
+from .decode import decode
+from .source import Source, parse_source, read_raw
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+# protocols whose streams carry watermarks (TiCDC's resolved ts), given their options
+def has_watermarks(protocol: str, options: dict[str, str] | None) -> bool:
+    cfg = build_config(protocol, dict(options or {}))
+    if protocol == "canal-json":
+        return cfg.enable_tidb_extension
+    if protocol == "simple":
+        return True
+    if protocol == "avro":
+        return cfg.enable_tidb_extension and getattr(cfg, "avro_enable_watermark", False)
+    return False  # debezium: real Debezium has none; TiCDC's can be consumed with watermarks=True
+
+
+def default_store(source: Source) -> str:
+    h = hashlib.sha1(source.uri.encode()).hexdigest()[:16]
+    return str(Path(tempfile.gettempdir()) / "changefeed-schemas" / h)
+
+
+def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[str, str] | None = None, *,
+                 streaming: bool = True, schema_store: str | None = None,
+                 max_records_per_trigger: int | None = None,
+                 kafka_options: dict[str, str] | None = None) -> DataFrame:
+    """Decoded changes of a stream (`kafka://host:port/topic` or `file:///folder/topic`), one row per change:
+    source position, database, table, kind, commit_ts, schema version, before/after images (text maps),
+    DDL, watermark; undecodable messages as kind='error' rows with their bytes and the reason."""
+    src = parse_source(source)
+    build_config(protocol, dict(options or {}))  # bad options fail here, not in a task
+    raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
+                   kafka_options=kafka_options)
+    df = decode(raw, protocol, options, schema_store or default_store(src))
+    df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {})}  # type: ignore[attr-defined]
+    return df
+
+
+def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = None,
+                  sequence_by: str | list[str] = "commit_ts", stored_as_scd_type: int | str = 1,
+                  apply_as_deletes: str | None = None, apply_as_truncates: str | None = None,
+                  column_list: list[str] | None = None, except_column_list: list[str] | None = None,
+                  track_history_column_list: list[str] | None = None, checkpoint: str | None = None,
+                  trigger: str = "available-now", watermarks: bool | None = None, on_ddl_error: str = "stop",
+                  partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
+                  on_batch: Callable[[BatchReport], None] | None = None) -> StreamingQuery | BatchReport:
+    """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`) in step with
+    `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
+    applied at once (returns its report)."""
+    info: dict[str, Any] = getattr(changes, "_changefeed", {})
+    if watermarks is None:
+        watermarks = has_watermarks(info["protocol"], info["options"]) if info else True
+    if partitions is None and info:
+        partitions = info["source"].partitions
+    opts = ApplyOptions(keys=keys, sequence_by=[sequence_by] if isinstance(sequence_by, str) else list(sequence_by),
+                        scd_type=int(stored_as_scd_type), apply_as_deletes=apply_as_deletes,
+                        apply_as_truncates=apply_as_truncates, column_list=column_list,
+                        except_column_list=except_column_list, track_history_column_list=track_history_column_list,
+                        watermarks=watermarks, on_ddl_error=on_ddl_error)
+    applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
+                            on_batch=on_batch)
+    if not changes.isStreaming:
+        return applier.process(changes, applier.next_batch_id())
+    if not checkpoint:
+        raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
+    w = changes.writeStream.foreachBatch(applier.process).option("checkpointLocation", checkpoint)
+    if trigger == "available-now":
+        w = w.trigger(availableNow=True)
+    elif trigger.startswith("processing-time="):
+        w = w.trigger(processingTime=trigger.split("=", 1)[1])
+    elif trigger == "once":
+        w = w.trigger(once=True)
+    else:
+        raise ValueError(f"trigger {trigger!r}: available-now, once or processing-time=<interval>")
+    return w.start()
