@@ -300,41 +300,67 @@ class ChangeApplier:
     # --- windows, segments, tables ----------------------------------------------------------------
     def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
                       key_mode_batch: int | None) -> None:
+        """Rows in (lo, hi] and the DDL among them: each table's rows up to a DDL that touches it, the DDL,
+        then its later rows. A DDL splits only the tables it names, so one table's DDL costs others nothing.
+        """
         from pyspark.sql import functions as F
 
         if key_mode_batch is None:
             ddls = sorted((d for d in self.pending.values() if lo < d.commit_ts <= hi), key=lambda d: d.commit_ts)
         else:
             ddls = sorted(self.pending.values(), key=lambda d: d.commit_ts)
-        bounds = sorted({d.commit_ts for d in ddls})
         if self.o.apply_as_deletes:
             window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
                                        .otherwise(F.col("kind")))
-        arr = F.array(*[F.lit(b).cast("long") for b in bounds]) if bounds else F.array().cast("array<long>")
-        window = window.withColumn("_seg", F.size(F.filter(arr, lambda b: b < F.col("commit_ts")))).persist()
+        window = window.persist()
         try:
-            touched = window.groupBy("_seg", "database", "table").agg(F.count("*").alias("n")).collect()
-            by_seg: dict[int, list[tuple[str, str, int]]] = {}
-            for r in touched:
-                by_seg.setdefault(r["_seg"], []).append((r["database"], r["table"], r["n"]))
-            for seg in range(len(bounds) + 1):
-                end = bounds[seg] - 1 if seg < len(bounds) else hi
-                version = end if key_mode_batch is None else key_mode_batch * 1_000_000 + 2 * seg
-                for db, tbl, n in sorted(by_seg.get(seg, [])):
-                    rows = window.where((F.col("_seg") == seg) & (F.col("database") == db) & (F.col("table") == tbl))
-                    if self._apply_rows(db, tbl, rows, version):
-                        rep.rows_applied += n
-                        rep.tables.add(f"{db}.{tbl}")
-                if seg < len(bounds):
-                    group = [d for d in ddls if d.commit_ts == bounds[seg]]
-                    dv = bounds[seg] if key_mode_batch is None else key_mode_batch * 1_000_000 + 2 * seg + 1
-                    for d in group:
-                        self._apply_ddl(d, dv)
-                        self.pending.pop((d.commit_ts, d.query), None)
-                        self._learn_ddl(d)
-                        rep.ddl_applied += 1
+            counts = {(r["database"], r["table"]): r["n"] for r in
+                      window.groupBy("database", "table").agg(F.count("*").alias("n")).collect()}
+            done: dict[tuple[str, str], int] = {}  # per table: rows applied up to this commit ts
+
+            def version(ts: int, ddl: bool, step: int) -> int:
+                if key_mode_batch is None:
+                    return ts if ddl else ts
+                return key_mode_batch * 1_000_000 + 2 * step + (1 if ddl else 0)
+
+            def flush(table: tuple[str, str], upto: int, step: int, *, inclusive: bool) -> None:
+                if table not in counts:
+                    return
+                start = done.get(table, lo)
+                if upto <= start and key_mode_batch is None:
+                    return
+                db, tbl = table
+                cond = (F.col("database") == db) & (F.col("table") == tbl) & (F.col("commit_ts") > start)
+                cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
+                rows = window.where(cond)
+                v = version(upto if inclusive else upto - 1, False, step)
+                if not rows.isEmpty() and self._apply_rows(db, tbl, rows, v):
+                    rep.tables.add(f"{db}.{tbl}")
+                done[table] = upto if inclusive else upto - 1
+
+            for step, d in enumerate(ddls):
+                for table in self._touches(d, counts):
+                    flush(table, d.commit_ts, step, inclusive=False)
+                self._apply_ddl(d, version(d.commit_ts, True, step))
+                self.pending.pop((d.commit_ts, d.query), None)
+                self._learn_ddl(d)
+                rep.ddl_applied += 1
+            end = hi if key_mode_batch is None else (1 << 63) - 1
+            for table in sorted(counts):
+                flush(table, end, len(ddls), inclusive=True)
+            rep.rows_applied += sum(counts.values())
         finally:
             window.unpersist()
+
+    @staticmethod
+    def _touches(d: Ddl, tables: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
+        """The tables (among those with rows) a DDL changes: named before or after it, or all of a schema."""
+        named = {(t.schema, t.table) for t in (d.before, d.after) if t is not None and t.table}
+        if d.database and d.table:
+            named.add((d.database, d.table))
+        if d.ddl_type == "ActionDropSchema" and d.database:
+            named |= {k for k in tables if k[0] == d.database}
+        return sorted(k for k in named if k in tables)
 
     def _definition(self, db: str, tbl: str, rows: DataFrame) -> TableInfo:
         t = self.defs.get((db, tbl))

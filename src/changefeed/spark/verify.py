@@ -1,0 +1,191 @@
+"""Compare a lake with the upstream state it should mirror, like sync-diff-inspector: counts, a checksum per
+table, and the first differing rows.
+
+The expected state comes from event lines (computed by state.py), or from a stream decoded in Python (merged
+in commit order, DDL once), never from the lake or the Spark pipeline itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..eventline import EventReader, read_lines
+from ..model import Event, Kind
+from ..state import UpstreamState, final_state
+from .apply import END_AT, START_AT, q
+from .types import table_schema, text_of, typed
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class TableCheck:
+    name: str
+    expected: int
+    actual: int | None  # None: the table is missing from the lake
+    missing: int = 0  # expected rows the lake lacks (or holds with other values)
+    extra: int = 0  # rows the lake holds that upstream does not
+    expected_checksum: int = 0
+    actual_checksum: int = 0
+    samples: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.missing == 0 and self.extra == 0 and self.actual == self.expected
+
+
+@dataclass
+class VerifyReport:
+    tables: list[TableCheck]
+
+    @property
+    def ok(self) -> bool:
+        return all(t.ok for t in self.tables)
+
+
+def events_from_lines(path: Path) -> Iterator[Event]:
+    reader = EventReader()
+    with open(path, "rb") as f:
+        for _, line in read_lines(f):
+            yield reader.parse(line)
+
+
+def events_from_stream(uri: str, protocol: str | None = None, options: dict[str, str] | None = None) -> list[Event]:
+    """A stream decoded in Python, partition by partition, merged in commit order with each DDL once."""
+    from ..codecs import make_decoder
+    from ..config import build_config
+    from ..sink import parse_sink_uri
+    from ..transport.files import read_topic
+
+    sink = parse_sink_uri(uri if "protocol=" in uri or not protocol else
+                          uri + ("&" if "?" in uri else "?") + f"protocol={protocol}")
+    opts = dict(sink.codec_options)
+    opts.update(options or {})
+    cfg = build_config(protocol or sink.protocol, opts)
+    if sink.scheme == "file":
+        records: Iterable[Any] = read_topic(sink.folder, sink.topic)  # type: ignore[arg-type]
+    else:
+        from ..transport.kafka import read_topic as read_kafka
+
+        records = read_kafka(sink, sink.topic)
+    decoders: dict[int, Any] = {}
+    out: list[tuple[int, int, int, int, Event]] = []
+    seen_ddl: set[tuple[int, str]] = set()
+    seen_rows: set[tuple] = set()
+    for rec in records:
+        dec = decoders.get(rec.partition)
+        if dec is None:
+            dec = decoders[rec.partition] = make_decoder(cfg)
+        for i, ev in enumerate(dec.decode(rec.value, rec.key)):
+            if ev.kind is Kind.DDL:
+                k = (ev.commit_ts, ev.query or "")
+                if k in seen_ddl:
+                    continue
+                seen_ddl.add(k)
+            elif ev.kind in (Kind.INSERT, Kind.UPDATE, Kind.DELETE):
+                ident = (ev.commit_ts, ev.kind, repr(ev.before), repr(ev.after))
+                if ident in seen_rows:
+                    continue  # an at-least-once redelivery
+                seen_rows.add(ident)
+            else:
+                continue
+            rank = 0 if ev.kind is Kind.DELETE else 1
+            out.append((ev.commit_ts, rank, rec.partition, rec.offset * 1000 + i, ev))
+    out.sort(key=lambda x: x[:4])
+    return [x[4] for x in out]
+
+
+def expected_frame(spark: SparkSession, st: Any, json_as_variant: bool = False) -> DataFrame:
+    t = st.table
+    names = [c.name for c in t.columns]
+    conv = [text_of(c.type) for c in t.columns]
+    data = [[f(r.get(n)) for n, f in zip(names, conv, strict=True)] for r in st.rows.values()]
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    cols = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
+    text = spark.createDataFrame(data, cols)
+    schema = table_schema(t, json_as_variant=json_as_variant)
+    return text.select(*[typed(F.col(f"c{i}"), c.type, json_as_variant=json_as_variant).cast(schema[i].dataType)
+                         .alias(c.name) for i, c in enumerate(t.columns)])
+
+
+def _checksum(df: DataFrame) -> int:
+    from pyspark.sql import functions as F
+
+    if not df.columns:
+        return 0
+    v = df.select(F.sum(F.xxhash64(*[F.col(q(c)) for c in df.columns]).cast("decimal(38,0)"))).collect()[0][0]
+    return int(v or 0) % (1 << 64)
+
+
+def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5) -> VerifyReport:
+    from ..spark.apply import ChangeApplier
+
+    probe = ChangeApplier(spark, lake)
+    checks: list[TableCheck] = []
+    expected_paths = set()
+    for (db, name), st in sorted(expected.tables.items()):
+        path = probe.path(db, name)
+        expected_paths.add(path)
+        exp = expected_frame(spark, st)
+        check = TableCheck(f"{db}.{name}", len(st.rows), None, expected_checksum=_checksum(exp))
+        checks.append(check)
+        if not probe.exists(path):
+            check.problem = f"no Delta table at {path}"
+            continue
+        lake_df = spark.read.format("delta").load(path)
+        if END_AT in lake_df.columns:
+            lake_df = lake_df.where(f"{q(END_AT)} IS NULL").drop(START_AT, END_AT)
+        if set(lake_df.columns) != set(exp.columns):
+            check.actual = lake_df.count()
+            check.problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
+            continue
+        lake_df = lake_df.select(*[q(c) for c in exp.columns])
+        exp = exp.select(*[q(f.name) for f in exp.schema.fields])
+        lake_df = lake_df.select(*[lake_df[q(f.name)].cast(f.dataType).alias(f.name) for f in exp.schema.fields])
+        check.actual = lake_df.count()
+        check.actual_checksum = _checksum(lake_df)
+        missing = exp.exceptAll(lake_df)
+        extra = lake_df.exceptAll(exp)
+        check.missing = missing.count()
+        check.extra = extra.count()
+        for label, df in (("upstream only", missing), ("lake only", extra)):
+            for r in df.limit(samples).collect():
+                check.samples.append(f"{label}: {r.asDict()}")
+    # tables the lake holds that upstream does not (dropped upstream, or never there)
+    fs_paths = _lake_tables(spark, lake)
+    for path in sorted(set(fs_paths) - expected_paths):
+        n = spark.read.format("delta").load(path).count()
+        checks.append(TableCheck(path[len(lake) + 1:].replace("/", "."), 0, n, extra=n,
+                                 problem="a table upstream does not have"))
+    return VerifyReport(checks)
+
+
+def _lake_tables(spark: SparkSession, lake: str) -> list[str]:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    root = jvm.org.apache.hadoop.fs.Path(lake)
+    fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    out = []
+    if not fs.exists(root):
+        return out
+    for db in fs.listStatus(root):
+        name = db.getPath().getName()
+        if not db.isDirectory() or name.startswith("_"):
+            continue
+        for t in fs.listStatus(db.getPath()):
+            if t.isDirectory() and fs.exists(jvm.org.apache.hadoop.fs.Path(t.getPath(), "_delta_log")):
+                out.append(f"{lake.rstrip('/')}/{name}/{t.getPath().getName()}")
+    return out
+
+
+def expected_from(against: str, protocol: str | None = None, options: dict[str, str] | None = None) -> UpstreamState:
+    """FILE: event lines; kafka://… or file:///…: a stream, decoded here."""
+    if "://" in against:
+        return final_state(events_from_stream(against, protocol, options))
+    return final_state(events_from_lines(Path(against)))

@@ -1,0 +1,181 @@
+"""A synthetic TiDB-like change stream, the same for the same seed.
+
+Several tables covering every MySQL type family (boundary values included), multi-row multi-table
+transactions with increasing TSO commit timestamps, inserts, updates (primary-key changes and NULL <-> value
+among them), deletes, and DDL mid-stream: CREATE TABLE, ADD/DROP/RENAME COLUMN, a widening MODIFY COLUMN,
+CREATE/DROP INDEX, TRUNCATE, RENAME TABLE, DROP TABLE.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from .ddl import action_from_query
+from .model import Column, Event, Kind, Row, TableInfo
+from .mysqltypes import Family, tidb_json_text
+from .sqlschema import SchemaTracker
+from .state import UpstreamState, row_key
+from .tso import compose
+
+START_MS = 1_763_000_000_000  # 2025-11-13, a TSO physical time
+
+CREATE = [
+    "CREATE DATABASE IF NOT EXISTS `app`",
+    "CREATE TABLE `app`.`users` (`id` bigint NOT NULL, `name` varchar(64) NOT NULL, `balance` decimal(14,2) NULL, "
+    "`score` double NULL, `ratio` float NULL, `born` date NULL, `seen` datetime(6) NULL, `updated` timestamp(3) NULL, "
+    "`alarm` time NULL, `yr` year NULL, `kind` enum('basic','pro','team') NOT NULL DEFAULT 'basic', "
+    "`tags` set('x','y','z') NULL, `flags` bit(8) NULL, `blob` varbinary(16) NULL, `doc` json NULL, "
+    "`big` bigint unsigned NULL, `tiny` tinyint NULL, `note` text NULL, PRIMARY KEY (`id`))",
+    "CREATE TABLE `app`.`orders` (`id` int NOT NULL, `user_id` bigint NOT NULL, `amount` decimal(10,2) NOT NULL, "
+    "`status` varchar(16) NOT NULL, PRIMARY KEY (`id`))",
+]
+# (fraction of the stream, statements) — DDL mid-stream
+LATER = [
+    (0.15, ["ALTER TABLE `app`.`orders` ADD COLUMN `coupon` varchar(20) NOT NULL DEFAULT 'NONE'"]),
+    (0.25, ["CREATE INDEX `idx_user` ON `app`.`orders` (`user_id`)"]),
+    (0.35, ["ALTER TABLE `app`.`users` RENAME COLUMN `note` TO `remark`"]),
+    (0.45, ["ALTER TABLE `app`.`orders` MODIFY COLUMN `amount` decimal(12,2) NOT NULL"]),
+    (0.50, ["CREATE TABLE `app`.`events` (`id` bigint NOT NULL, `what` varchar(32) NULL, `at` datetime NULL, "
+            "PRIMARY KEY (`id`))"]),
+    (0.60, ["TRUNCATE TABLE `app`.`orders`"]),
+    (0.70, ["ALTER TABLE `app`.`users` DROP COLUMN `ratio`"]),
+    (0.75, ["DROP INDEX `idx_user` ON `app`.`orders`"]),
+    (0.80, ["RENAME TABLE `app`.`events` TO `app`.`audit`"]),
+    (0.85, ["CREATE TABLE `app`.`scratch` (`k` int NOT NULL, `v` varchar(8) NULL, PRIMARY KEY (`k`))"]),
+    (0.92, ["DROP TABLE `app`.`scratch`"]),
+]
+
+_TEXT = ["", "plain", "quote ' \" \\ back", "日本語 ✓", "emoji 🚀", "<b>&amp;</b>", "tab\tnew\nline", "x" * 40]
+
+
+def value(rng: random.Random, col: Column) -> Any:
+    """A datum for a column, boundary values now and then."""
+    ct = col.type
+    f = ct.family
+    edge = rng.random() < 0.15
+    if f is Family.INT:
+        lo, hi = ct.int_range()
+        return rng.choice([lo, hi, 0]) if edge else rng.randint(max(lo, -10**6), min(hi, 10**6))
+    if f is Family.FLOAT:
+        return col.normalize(rng.choice([0.0, -1.5e38, 3.4e38]) if edge else round(rng.uniform(-1e6, 1e6), 3))
+    if f is Family.DECIMAL:
+        p, s = ct.flen, max(ct.scale, 0)
+        digits = p - s
+        ip = "9" * digits if edge else str(rng.randint(0, 10 ** min(digits, 9) - 1))
+        frac = "9" * s if edge else "".join(rng.choice("0123456789") for _ in range(s))
+        sign = "-" if rng.random() < 0.3 else ""
+        return f"{sign}{ip}.{frac}" if s else f"{sign}{ip}"
+    if f is Family.DATE:
+        if edge:
+            return rng.choice(["1000-01-01", "9999-12-31"])
+        return f"{rng.randint(1970, 2037)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    if f in (Family.DATETIME, Family.TIMESTAMP):
+        year = rng.randint(1971, 2037)
+        base = f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:" \
+               f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+        if edge and f is Family.DATETIME:
+            base = rng.choice(["1000-01-01 00:00:00", "9999-12-31 23:59:59"])
+        return base + ("." + "".join(rng.choice("0123456789") for _ in range(ct.fsp)) if ct.fsp > 0 else "")
+    if f is Family.TIME:
+        return rng.choice(["-838:59:59", "838:59:59", "00:00:00"]) if edge else \
+            f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+    if f is Family.YEAR:
+        return rng.choice([1901, 2155]) if edge else rng.randint(1901, 2155)
+    if f is Family.STRING:
+        s = rng.choice(_TEXT) + str(rng.randint(0, 999))
+        return s[: ct.flen] if ct.flen and ct.flen > 0 else s
+    if f is Family.BYTES:
+        n = rng.randint(0, 16)
+        return col.normalize({"$b64": base64.b64encode(bytes(rng.randint(0, 255) for _ in range(n))).decode()})
+    if f is Family.ENUM:
+        return rng.randint(1, len(ct.elements))
+    if f is Family.SET:
+        return rng.randint(0, (1 << len(ct.elements)) - 1)
+    if f is Family.BIT:
+        return rng.randint(0, (1 << ct.display_length) - 1)
+    if f is Family.JSON:
+        return tidb_json_text({"k": rng.randint(0, 9), "s": rng.choice(_TEXT), "a": [1, 2.5, None, True]})
+    raise AssertionError(f)
+
+
+def _row(rng: random.Random, t: TableInfo, key: int, nulls: bool = True) -> Row:
+    row: Row = {}
+    for c in t.columns:
+        if c.name in t.handle_key:
+            row[c.name] = key
+        elif nulls and c.nullable is not False and rng.random() < 0.2:
+            row[c.name] = None
+        else:
+            row[c.name] = value(rng, c)
+    return row
+
+
+def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_MS) -> Iterator[Event]:
+    """The events of the workload in commit order (a WATERMARK after every transaction)."""
+    rng = random.Random(seed)
+    tracker = SchemaTracker()
+    state = UpstreamState()
+    clock = [start_ms, 0]
+    next_key: dict[tuple[str, str], int] = {}
+
+    def tick() -> int:
+        clock[0] += rng.randint(1, 40)
+        clock[1] = rng.randint(0, 1000)
+        return compose(clock[0], clock[1])
+
+    def ddl(sql: str) -> Event:
+        before, after = tracker.apply(sql)
+        ev = Event(kind=Kind.DDL, commit_ts=tick(), query=sql, ddl_type=action_from_query(sql), table=after,
+                   pre_table=before)
+        if ev.table is None and ev.pre_table is None:  # CREATE DATABASE
+            ev.table = TableInfo(schema="app", table="")
+        state.apply(ev)
+        return ev
+
+    for sql in CREATE:
+        yield ddl(sql)
+    later = list(LATER)
+    for i in range(transactions):
+        while later and i >= later[0][0] * transactions:
+            for sql in later.pop(0)[1]:
+                yield ddl(sql)
+        ts = tick()
+        live = sorted(state.tables)
+        touched: set[tuple] = set()
+        events: list[Event] = []
+        for _ in range(rng.randint(1, 4)):
+            name = rng.choice(live)
+            st = state.tables[name]
+            t = st.table
+            keys = [k for k in st.rows if (name, k) not in touched]
+            op = rng.random()
+            if not keys or op < 0.45:
+                k = next_key.get(name, 1)
+                next_key[name] = k + 1
+                after = _row(rng, t, k)
+                ev = Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=after)
+            else:
+                key = rng.choice(keys)
+                before = dict(st.rows[key])
+                if op < 0.85:
+                    after = dict(before)
+                    for c in t.columns:
+                        if c.name not in t.handle_key and rng.random() < 0.4:
+                            after[c.name] = None if c.nullable is not False and rng.random() < 0.3 else value(rng, c)
+                    if rng.random() < 0.1:  # a primary-key change
+                        k = next_key.get(name, 1)
+                        next_key[name] = k + 1
+                        for n in t.handle_key:
+                            after[n] = k
+                    ev = Event(kind=Kind.UPDATE, commit_ts=ts, table=t, before=before, after=after)
+                else:
+                    ev = Event(kind=Kind.DELETE, commit_ts=ts, table=t, before=before)
+            touched.add((name, row_key(t, ev.before or ev.after)))  # type: ignore[arg-type]
+            if ev.after is not None:
+                touched.add((name, row_key(t, ev.after)))
+            state.apply(ev)
+            events.append(ev)
+        yield from events
