@@ -115,6 +115,7 @@ class ChangeApplier:
         self.watermarks: dict[str, int] = {}
         self.defs: dict[tuple[str, str], TableInfo] = {}
         self.pending: dict[tuple[int, str], Ddl] = {}
+        self._versions: dict[str, int] = {}
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -129,30 +130,59 @@ class ChangeApplier:
         return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(self.spark._jsparkSession, path))  # type: ignore[attr-defined]
 
     def txn_version(self, path: str) -> int:
-        """The last txnVersion this consumer committed to a table (-1: none, or no table)."""
+        """The commit ts a table is complete up to for this consumer (-1: none, or no table).
+
+        Read from the table's Delta log once (its txnVersion for our app id, or the DDL version property),
+        then kept here as this consumer commits."""
+        v = self._versions.get(path)
+        if v is None:
+            v = self._versions[path] = self._read_version(path)
+        return v
+
+    def _read_version(self, path: str) -> int:
         if not self.exists(path):
             return -1
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         none = jvm.scala.Option.empty()
         snap = self._jvm_log(path).update(False, none, none)
         v = snap.transactions().get(self.app_id)
-        return int(v.get()) if v.isDefined() else -1
+        txn = int(v.get()) if v.isDefined() else -1
+        prop = snap.metadata().configuration().get(self._ddl_property)
+        return max(txn, int(prop.get()) if prop.isDefined() else -1)
 
-    def _with_txn(self, version: int, fn: Callable[[], Any]) -> Any:
+    @property
+    def _ddl_property(self) -> str:
+        return f"changefeed.{self.app_id}.ddlVersion"
+
+    def _with_txn(self, version: int, fn: Callable[[], Any], path: str | None = None) -> Any:
         conf = self.spark.conf
         conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
         conf.set("spark.databricks.delta.write.txnVersion", str(version))
         try:
-            return fn()
+            out = fn()
         finally:
             conf.unset("spark.databricks.delta.write.txnAppId")
             conf.unset("spark.databricks.delta.write.txnVersion")
+        if path is not None:
+            self._versions[path] = max(self._versions.get(path, -1), version)
+        return out
 
     def _mark(self, path: str, version: int) -> None:
-        """An empty commit carrying txnVersion: the table is complete up to `version`."""
-        schema = self.spark.read.format("delta").load(path).schema
-        (self.spark.createDataFrame([], schema).write.format("delta").mode("append")
-         .option("txnAppId", self.app_id).option("txnVersion", version).save(path))
+        """Record that a DDL is applied: a table property (a metadata-only commit, no Spark job)."""
+        self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_lit(self._ddl_property)} = '{version}')")
+        self._versions[path] = max(self._versions.get(path, -1), version)
+
+    def _drop(self, path: str) -> None:
+        fs, p = self._fs(path)
+        if fs.exists(p):
+            fs.delete(p, True)
+        self._versions.pop(path, None)
+
+    def _tables_of(self, db: str) -> list[str]:
+        fs, p = self._fs(f"{self.lake}/{db}")
+        if not fs.exists(p):
+            return []
+        return [f"{self.lake}/{db}/{st.getPath().getName()}" for st in fs.listStatus(p) if st.isDirectory()]
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         jvm = self.spark._jvm  # type: ignore[attr-defined]
@@ -482,7 +512,7 @@ class ChangeApplier:
                  .whenMatchedDelete(condition="s.__op = 'D'")
                  .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
                  .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
-        self._with_txn(version, merge.execute)
+        self._with_txn(version, merge.execute, path)
 
     def _merge_scd2(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
         """History rows: each image of a key is a version [__START_AT, __END_AT); a delete ends the open one.
@@ -548,7 +578,7 @@ class ChangeApplier:
                  .whenMatchedUpdate(condition="s.__op = 'I'", set=in_place)
                  .whenMatchedUpdate(set={q(END_AT): F.col("s.__first")})
                  .whenNotMatchedInsert(condition="s.__op = 'V'", values=ins))
-        self._with_txn(version, merge.execute)
+        self._with_txn(version, merge.execute, path)
 
     # --- DDL --------------------------------------------------------------------------------------
     def _apply_ddl(self, d: Ddl, version: int) -> None:
@@ -575,10 +605,9 @@ class ChangeApplier:
         a = d.ddl_type
         db = d.database or (d.after.schema if d.after else d.before.schema if d.before else "")
         if a == "ActionDropSchema":
-            if db:
-                fs, p = self._fs(f"{self.lake}/{db}")
-                if fs.exists(p):
-                    fs.delete(p, True)
+            for path in self._tables_of(db) if db else []:
+                if self.txn_version(path) < version:  # not one created again after the DROP
+                    self._drop(path)
             return
         if a in ("ActionCreateSchema", "ActionModifySchemaCharsetAndCollate", "ActionNone"):
             return
@@ -592,6 +621,8 @@ class ChangeApplier:
                 fs.mkdirs(pd.getParent())
                 if not fs.rename(ps, pd):
                     raise ApplyError(f"cannot move {src} to {dst} for RENAME TABLE at commit ts {d.commit_ts}")
+                self._versions.pop(src, None)
+                self._versions.pop(dst, None)
             if self.exists(dst) and self.txn_version(dst) < version:
                 self._reconcile(d, dst, version)
             return
@@ -602,17 +633,15 @@ class ChangeApplier:
         if self.txn_version(path) >= version:
             return  # applied before a crash
         if a in ("ActionDropTable", "ActionDropView"):
-            fs, p = self._fs(path)
-            if fs.exists(p):
-                fs.delete(p, True)
+            self._drop(path)
             return
         if a == "ActionTruncateTable":
             if self.exists(path):
                 if self.o.scd_type == 1:
-                    self._with_txn(version, lambda: self.spark.sql(f"DELETE FROM delta.`{path}`"))
+                    self._with_txn(version, lambda: self.spark.sql(f"DELETE FROM delta.`{path}`"), path)
                 else:
                     self._with_txn(version, lambda: self.spark.sql(
-                        f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"))
+                        f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"), path)
             return
         if d.after is None or not d.after.columns:
             return  # nothing in the lake depends on it (an index, a comment ...)
@@ -674,7 +703,7 @@ class ChangeApplier:
             fills[n] = text
         if fills and self.o.scd_type in (1, 2):
             sets = ", ".join(f"{q(n)} = {self._sql_typed(t, n, v)}" for n, v in fills.items())
-            self._with_txn(version, lambda: self.spark.sql(f"UPDATE {tpath} SET {sets}"))
+            self._with_txn(version, lambda: self.spark.sql(f"UPDATE {tpath} SET {sets}"), path)
         else:
             self._mark(path, version)
 
