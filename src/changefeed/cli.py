@@ -400,6 +400,111 @@ def tail(
         err.print(f"{n} events from {sink.topic} ({len(decoders)} partitions)", highlight=False)
 
 
+def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tuple[str, dict[str, str]]:
+    from urllib.parse import parse_qsl, urlsplit
+
+    params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
+    proto = protocol or params.pop("protocol", None)
+    params.pop("protocol", None)
+    if not proto:
+        raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
+    params.update(parse_option_pairs(option or []))
+    return proto, params
+
+
+@app.command()
+def consume(
+    source: Annotated[str, typer.Option("--from", help="kafka://host:port/topic[,topic] or file:///dir/topic")],
+    lake: Annotated[str, typer.Option("--lake", help="folder of the Delta tables (<lake>/<db>/<table>)")],
+    protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="overrides the URI's protocol")] = None,
+    option: OptionOpt = None,
+    checkpoint: Annotated[str | None, typer.Option(
+        help="Spark checkpoint (default <lake>/_changefeed/checkpoint)")] = None,
+    scd: Annotated[int, typer.Option(
+        "--scd", help="1: a mirror of each table; 2: history (__START_AT/__END_AT)")] = 1,
+    trigger: Annotated[str, typer.Option(help="available-now, or processing-time=<interval> to keep running")]
+    = "available-now",
+    max_records_per_trigger: Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")] = None,
+    on_ddl_error: Annotated[str, typer.Option(help="stop, or skip (record the DDL as a dead letter)")] = "stop",
+    watermarks: Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
+                                                    help="apply at watermarks (default: when the protocol has them)")]
+    = None,
+    master: Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
+    with _reported(debug):
+        from .spark import spark_session
+        from .spark.apply import BatchReport
+        from .spark.pipeline import apply_changes, read_changes
+        from .tso import to_datetime
+
+        proto, opts = _codec_opts(source, protocol, option)
+        base = source.split("?", 1)[0]
+        cp = checkpoint or f"{lake.rstrip('/')}/_changefeed/checkpoint"
+        spark = spark_session(master)
+        spark.sparkContext.setLogLevel("ERROR")
+        started = time.monotonic()
+        total = Counter()
+
+        def report(r: BatchReport) -> None:
+            total.update(rows=r.rows_in, errors=r.errors, ddl=r.ddl_applied)
+            lag = f", lag {time.time() - to_datetime(r.applied_ts).timestamp():.1f} s" if r.applied_ts else ""
+            upto = to_datetime(r.applied_ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if r.applied_ts else "-"
+            err.print(f"batch {r.batch_id}: {r.rows_in:,} changes in, {r.errors} dead letters, {r.ddl_applied} DDL, "
+                      f"applied up to {upto}{lag} ({r.seconds:.1f} s)", highlight=False)
+
+        changes = read_changes(spark, base, proto, opts, schema_store=f"{cp}/schemas",
+                               max_records_per_trigger=max_records_per_trigger)
+        query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
+                              watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=report)
+        query.awaitTermination()  # type: ignore[union-attr]
+        secs = time.monotonic() - started
+        err.print(f"consumed {total['rows']:,} changes into {lake} in {secs:.1f} s "
+                  f"({total['rows'] / secs:,.0f} changes/s), {total['errors']} dead letters, {total['ddl']} DDL",
+                  highlight=False)
+
+
+@app.command()
+def verify(
+    lake: Annotated[str, typer.Option("--lake", help="the lake changefeed consume wrote")],
+    against: Annotated[str, typer.Option("--against", help="event lines FILE, or a stream URI to decode")],
+    protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="the stream's protocol")] = None,
+    option: OptionOpt = None,
+    master: Annotated[str | None, typer.Option(help="Spark master")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
+    with _reported(debug):
+        from .spark import spark_session
+        from .spark.verify import expected_from
+        from .spark.verify import verify as run_verify
+
+        if "://" in against:
+            proto, opts = _codec_opts(against, protocol, option)
+            expected = expected_from(against.split("?", 1)[0], proto, opts)
+        else:
+            expected = expected_from(against)
+        spark = spark_session(master)
+        spark.sparkContext.setLogLevel("ERROR")
+        rep = run_verify(spark, lake, expected)
+        table = Table(title=f"{lake} against {against}")
+        for col in ("table", "upstream rows", "lake rows", "missing", "extra", "checksum", "result"):
+            table.add_column(col)
+        for t in rep.tables:
+            same = "same" if t.expected_checksum == t.actual_checksum else "differs"
+            table.add_row(t.name, f"{t.expected:,}", "-" if t.actual is None else f"{t.actual:,}", str(t.missing),
+                          str(t.extra), same, "ok" if t.ok else (t.problem or "DIFFERENT"))
+        Console().print(table)
+        for t in rep.tables:
+            for line in t.samples:
+                err.print(f"{t.name}: {line}", highlight=False)
+        if not rep.ok:
+            err.print("verification FAILED", highlight=False)
+            raise typer.Exit(1)
+        err.print(f"verification passed: {len(rep.tables)} tables equal upstream", highlight=False)
+
+
 def main() -> None:
     app()
 

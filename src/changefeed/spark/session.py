@@ -29,6 +29,7 @@ SMALL_MACHINE = {
     "spark.driver.memory": "1g",
     "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
