@@ -71,12 +71,17 @@ class CanalJSONDecoder:
         self._shapes: dict[tuple, _Shape] = {}
         self._tracker = SchemaTracker()  # table definitions learnt from the DDL in the stream
         self._fast: dict[tuple[str, str], _Shape] = {}  # the last full-row shape of each table
+        self._history: dict[tuple[str, str], list[TableInfo]] = {}
         self._compression = self.config.large_message_handle_compression
 
     def remember(self, t: TableInfo) -> None:
-        """Learn a table definition from earlier DDL (a consumer resuming, or one running in pieces)."""
+        """Learn a table definition from earlier DDL (a consumer resuming, or one running in pieces).
+
+        Definitions are remembered in commit order; the last is the current one, and the earlier ones still
+        serve messages of a partition that lags behind the DDL (canal-json sends DDL to one partition)."""
         self._forget(t.schema, t.table)
         self._tracker.put(t)
+        self._history.setdefault((t.schema, t.table), []).append(t)
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Events in one message; raises DecodeError naming the field and offset."""
@@ -256,25 +261,30 @@ class CanalJSONDecoder:
 
         It carries what canal-json leaves out: enum/set members, nullability, defaults, indexes.
         """
-        t = self._tracker.get(schema, tname)
-        if t is None:
-            return None
+        current = self._tracker.get(schema, tname)
+        for t in [current, *reversed(self._history.get((schema, tname), []))]:
+            if t is not None and self._agrees(t, names, mysql_types, pk):
+                return t
+        return None
+
+    @staticmethod
+    def _agrees(t: TableInfo, names: list[str], mysql_types: dict[str, Any], pk: list[str]) -> bool:
         if set(names) != set(t.by_name) and set(names) != set(t.handle_key):
-            return None  # a DDL this decoder did not see, or a partial image of another shape
+            return False  # a DDL this decoder did not see, or a partial image of another shape
         if pk and set(pk) != set(t.pk_names):
-            return None
+            return False
         for n in names:
             mt = mysql_types.get(n)
             col = t.by_name.get(n)
             if col is None or not isinstance(mt, str):
-                return None
+                return False
             try:
                 mtype = ColumnType.parse(mt)
             except TypeParseError:
-                return None
+                return False
             if mtype.name != col.type.name or mtype.unsigned != col.type.unsigned:
-                return None
-        return t
+                return False
+        return True
 
     def _row(self, shape: _Shape, obj: Any, raw: bytes, fld: str) -> Row:
         if not isinstance(obj, dict):

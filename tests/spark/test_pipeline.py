@@ -1,0 +1,241 @@
+"""The Spark pipeline end to end: a stream written by our encoders, read by Spark, applied to Delta, and the
+tables compared with the upstream state computed in plain Python (state.py) from the same events.
+
+Streams arrive out of order across partitions (one partition far ahead of another), with duplicated
+delivery, and the consumer is restarted between micro-batches (every `apply_changes` call starts from what
+the lake recorded); a separate test kills a consumer process mid-stream.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from changefeed.codecs import make_encoder
+from changefeed.eventline import EventWriter
+from changefeed.model import Column, Event, Index, Kind, TableInfo
+from changefeed.produce import Producer
+from changefeed.sink import resolve
+from changefeed.spark.pipeline import apply_changes, read_changes
+from changefeed.spark.verify import verify
+from changefeed.state import final_state
+from changefeed.transport.files import FileProducer
+from changefeed.workload import generate
+
+from ..conftest import ROOT
+
+DISPATCH = """
+[sink]
+dispatchers = [{matcher = ['*.*'], partition = "index-value"}]
+"""
+
+
+def produce(tmp: Path, uri: str, events: list[Event]) -> None:
+    toml = tmp / "cf.toml"
+    toml.write_text(DISPATCH)
+    sink, cfg, router = resolve(uri, toml)
+    router.canal_ddl_to_partition_zero = False
+    transport = FileProducer(sink.folder, sink.partition_num)
+    p = Producer(make_encoder(cfg), router, transport, watermark_interval_ms=0)
+    for ev in events:
+        p.send(ev)
+    p.close()
+    transport.close()
+
+
+def copy_records(src: Path, dst: Path, topic: str, upto: dict[int, float],
+                 replay: dict[int, tuple[int, int]] | None = None) -> None:
+    """Deliver each partition's staged records up to a fraction of them, then, optionally, a range of records
+    again (as a producer retrying after a failure would)."""
+    (dst / topic).mkdir(parents=True, exist_ok=True)
+    (dst / topic / "meta.json").write_bytes((src / topic / "meta.json").read_bytes())
+    for p, frac in upto.items():
+        staged = (src / topic / f"partition-{p}.jsonl").read_bytes().splitlines()
+        mark = dst / topic / f".delivered-{p}"
+        done = int(mark.read_text()) if mark.exists() else 0
+        n = max(done, int(len(staged) * frac))
+        target = dst / topic / f"partition-{p}.jsonl"
+        off = len(target.read_bytes().splitlines()) if target.exists() else 0
+        batch = staged[done:n] + (staged[replay[p][0]:replay[p][1]] if replay and p in replay else [])
+        with open(target, "ab") as f:
+            for x in batch:
+                rec = orjson.loads(x)
+                rec["offset"] = off
+                off += 1
+                f.write(orjson.dumps(rec) + b"\n")
+        mark.write_text(str(n))
+
+
+def lake_equals(spark, lake: Path, expected) -> None:
+    rep = verify(spark, str(lake), expected)
+    bad = [t for t in rep.tables if not t.ok]
+    assert not bad, "\n".join(f"{t.name}: expected {t.expected} rows, lake {t.actual}, missing {t.missing}, "
+                              f"extra {t.extra}, {t.problem or ''} {t.samples[:3]}" for t in bad)
+
+
+def consume(spark, folder: Path, lake: Path, protocol: str, options: dict[str, str], **kw):
+    changes = read_changes(spark, f"file://{folder}/t", protocol, options, schema_store=str(lake / "_schemas"))
+    q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), **kw)
+    q.awaitTermination()
+    assert q.exception() is None
+
+
+PROTOCOLS = [
+    ("canal-json", "&enable-tidb-extension=true", {"enable-tidb-extension": "true"}),
+    ("simple", "", {}),
+]
+
+
+@pytest.mark.parametrize(("protocol", "uri_opts", "options"), PROTOCOLS, ids=[p[0] for p in PROTOCOLS])
+def test_stream_to_delta_in_order_exactly_once(spark, tmp_path: Path, protocol: str, uri_opts: str,
+                                               options: dict[str, str]) -> None:
+    events = list(generate(seed=11, transactions=120))
+    staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
+    produce(tmp_path, f"file://{staged}/t?protocol={protocol}{uri_opts}&partition-num=3", events)
+
+    # partition 0 delivered in full, 1 in part, 2 not at all: nothing past partition 2's watermark may show
+    copy_records(staged, live, "t", {0: 1.0, 1: 0.5, 2: 0.0})
+    consume(spark, live, lake, protocol, options)
+    # every table is exactly upstream's state at one commit ts (none yet: partition 2 sent no watermark)
+    lake_equals(spark, lake, final_state(events, upto=0))
+
+    copy_records(staged, live, "t", {0: 1.0, 1: 0.8, 2: 0.6})
+    consume(spark, live, lake, protocol, options)
+    progress = spark.read.format("delta").load(str(lake / "_changefeed/progress"))
+    applied = progress.orderBy(progress.batch_id.desc()).first()["applied_ts"]
+    assert 0 < applied < max(e.commit_ts for e in events)
+    lake_equals(spark, lake, final_state(events, upto=applied))
+
+    # the rest, then partition 1's first half delivered a second time (at-least-once)
+    copy_records(staged, live, "t", {0: 1.0, 1: 1.0, 2: 1.0}, replay={1: (0, 40)})
+    consume(spark, live, lake, protocol, options)
+    lake_equals(spark, lake, final_state(events))
+    assert spark.read.format("delta").load(str(lake / "_changefeed/dead_letters")).count() == 0
+
+
+def test_debezium_without_watermarks_applies_in_key_order(spark, tmp_path: Path) -> None:
+    events = list(generate(seed=5, transactions=80))
+    live, lake = tmp_path / "live", tmp_path / "lake"
+    produce(tmp_path, f"file://{live}/t?protocol=debezium&partition-num=2", events)
+    consume(spark, live, lake, "debezium", {})
+    lake_equals(spark, lake, final_state(events))
+
+
+def _table() -> TableInfo:
+    return TableInfo("shop", "items", columns=[Column("id", "int", nullable=False), Column("name", "varchar(20)"),
+                                               Column("price", "decimal(8,2)")],
+                     indexes=[Index("PRIMARY", ["id"], primary=True, unique=True)], version=1)
+
+
+def _ts(i: int) -> int:
+    return (1_763_000_000_000 + i) << 18
+
+
+def test_scd2_keeps_history(spark, tmp_path: Path) -> None:
+    t = _table()
+    create = Event(Kind.DDL, _ts(1), table=t, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "
+                   "name varchar(20), price decimal(8,2))", ddl_type="ActionCreateTable")
+    evs = [
+        create,
+        Event(Kind.INSERT, _ts(2), table=t, after={"id": 1, "name": "pen", "price": "1.50"}),
+        Event(Kind.INSERT, _ts(2), table=t, after={"id": 2, "name": "ink", "price": "3.00"}),
+        Event(Kind.UPDATE, _ts(3), table=t, before={"id": 1, "name": "pen", "price": "1.50"},
+              after={"id": 1, "name": "pen", "price": "1.75"}),
+        Event(Kind.UPDATE, _ts(4), table=t, before={"id": 2, "name": "ink", "price": "3.00"},
+              after={"id": 3, "name": "ink", "price": "3.00"}),  # a primary-key change
+        Event(Kind.DELETE, _ts(5), table=t, before={"id": 1, "name": "pen", "price": "1.75"}),
+    ]
+    folder, lake = tmp_path / "s", tmp_path / "lake"
+    produce(tmp_path, f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2", evs)
+    consume(spark, folder, lake, "canal-json", {"enable-tidb-extension": "true"}, stored_as_scd_type=2)
+    rows = sorted((r["id"], r["name"], str(r["price"]), r["__START_AT"], r["__END_AT"])
+                  for r in spark.read.format("delta").load(str(lake / "shop/items")).collect())
+    assert rows == [
+        (1, "pen", "1.50", _ts(2), _ts(3)),
+        (1, "pen", "1.75", _ts(3), _ts(5)),
+        (2, "ink", "3.00", _ts(2), _ts(4)),
+        (3, "ink", "3.00", _ts(4), None),
+    ]
+
+
+def test_scd2_track_history_columns(spark, tmp_path: Path) -> None:
+    t = _table()
+    create = Event(Kind.DDL, _ts(1), table=t, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "
+                   "name varchar(20), price decimal(8,2))", ddl_type="ActionCreateTable")
+    first = [create, Event(Kind.INSERT, _ts(2), table=t, after={"id": 1, "name": "pen", "price": "1.50"})]
+    second = [
+        # only the name changes: not a tracked column, the open version is updated in place
+        Event(Kind.UPDATE, _ts(3), table=t, before={"id": 1, "name": "pen", "price": "1.50"},
+              after={"id": 1, "name": "Pen", "price": "1.50"}),
+        Event(Kind.UPDATE, _ts(4), table=t, before={"id": 1, "name": "Pen", "price": "1.50"},
+              after={"id": 1, "name": "Pen", "price": "2.00"}),
+    ]
+    folder, lake = tmp_path / "s", tmp_path / "lake"
+    uri = f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=1"
+    opts = {"enable-tidb-extension": "true"}
+    produce(tmp_path, uri, first)
+    consume(spark, folder, lake, "canal-json", opts, stored_as_scd_type=2, track_history_column_list=["price"])
+    produce(tmp_path, uri, second)
+    consume(spark, folder, lake, "canal-json", opts, stored_as_scd_type=2, track_history_column_list=["price"])
+    rows = sorted((r["id"], r["name"], str(r["price"]), r["__START_AT"], r["__END_AT"])
+                  for r in spark.read.format("delta").load(str(lake / "shop/items")).collect())
+    assert rows == [(1, "Pen", "1.50", _ts(2), _ts(4)), (1, "Pen", "2.00", _ts(4), None)]
+
+
+def test_undecodable_message_goes_to_dead_letters(spark, tmp_path: Path) -> None:
+    t = _table()
+    evs = [Event(Kind.DDL, _ts(1), table=t, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "
+                 "name varchar(20), price decimal(8,2))", ddl_type="ActionCreateTable"),
+           Event(Kind.INSERT, _ts(2), table=t, after={"id": 1, "name": "pen", "price": "1.50"})]
+    folder, lake = tmp_path / "s", tmp_path / "lake"
+    produce(tmp_path, f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=1", evs)
+    with open(folder / "t/partition-0.jsonl", "ab") as f:
+        n = len((folder / "t/partition-0.jsonl").read_bytes().splitlines())
+        f.write(orjson.dumps({"offset": n, "key": None, "value": '{"id": 1, "isDdl": false, "type": "INSERT"',
+                              "crc": 0}) + b"\n")
+    consume(spark, folder, lake, "canal-json", {"enable-tidb-extension": "true"})
+    dead = spark.read.format("delta").load(str(lake / "_changefeed/dead_letters")).collect()
+    assert len(dead) == 1
+    assert dead[0]["value"] == b'{"id": 1, "isDdl": false, "type": "INSERT"'
+    assert f"t/0@{n}" in dead[0]["reason"] and "offset" in dead[0]["reason"]
+    assert [r["id"] for r in spark.read.format("delta").load(str(lake / "shop/items")).collect()] == [1]
+
+
+def test_consumer_killed_mid_stream_restarts_exactly_once(spark, kafka_broker: str, tmp_path: Path) -> None:
+    events = list(generate(seed=23, transactions=150))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"kill-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    cli = [sys.executable, "-m", "changefeed.cli"]
+    subprocess.run([*cli, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    lake = tmp_path / "lake"
+    consume_cmd = [*cli, "consume", "--from", uri, "--lake", str(lake), "--max-records-per-trigger", "60"]
+    proc = subprocess.Popen([*consume_cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    progress = lake / "_changefeed/progress/_delta_log"
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if progress.exists() and len(list(progress.glob("*.json"))) >= 2:
+                break
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+            time.sleep(0.2)
+        else:
+            pytest.fail("the consumer committed no batch in 240 s")
+        time.sleep(1.5)  # somewhere inside a later batch
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    out = subprocess.run(consume_cmd, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lake_equals(spark, lake, final_state(events))
