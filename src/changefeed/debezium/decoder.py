@@ -145,10 +145,17 @@ class DebeziumDecoder:
     def __init__(self, config: CodecConfig | None = None) -> None:
         self.config = config or CodecConfig(protocol="debezium")
         self._tables: dict[tuple, tuple[TableInfo, dict[str, str]]] = {}
+        self._known: dict[tuple[str, str], TableInfo] = {}  # definitions from schema-change messages
+
+    def remember(self, t: TableInfo) -> None:
+        """A definition from earlier DDL: its MySQL types (unsigned, enum members) refine the Connect schema's."""
+        if t.columns:
+            self._known[(t.schema, t.table)] = t
 
     def _table(self, db: str, table: str, fields: list[dict] | None, sample: dict[str, Any], keys: list[str]
                ) -> tuple[TableInfo, dict[str, str]]:
-        sig = (db, table, orjson.dumps(fields) if fields else tuple(sample), tuple(keys))
+        known = self._known.get((db, table))
+        sig = (db, table, orjson.dumps(fields) if fields else tuple(sample), tuple(keys), id(known))
         cached = self._tables.get(sig)
         if cached is not None:
             return cached
@@ -157,8 +164,14 @@ class DebeziumDecoder:
         if fields:
             for f in fields:
                 semantics[f["field"]] = f.get("name", "")
-                cols.append(Column(name=f["field"], mysql_type=_mysql_type(f), nullable=bool(f.get("optional")),
-                                   primary_key=f["field"] in keys))
+                col = Column(name=f["field"], mysql_type=_mysql_type(f), nullable=bool(f.get("optional")),
+                             primary_key=f["field"] in keys)
+                k = known.by_name.get(col.name) if known is not None else None
+                if k is not None and k.type.family is col.type.family and k.mysql_type != col.mysql_type:
+                    # the DDL's type says what the Connect schema cannot (BIGINT UNSIGNED travels as int64)
+                    col = Column(name=col.name, mysql_type=k.mysql_type, charset=k.charset, collate=k.collate,
+                                 nullable=col.nullable, primary_key=col.primary_key)
+                cols.append(col)
         else:
             cols = [Column(name=n, mysql_type=_infer(v), primary_key=n in keys) for n, v in sample.items()]
         t = TableInfo(schema=db, table=table, columns=cols,
@@ -190,6 +203,7 @@ class DebeziumDecoder:
                                   indexes=[Index("PRIMARY", pk, primary=True, unique=True)] if pk else [])
         if after is not None:
             ev.table = after
+            self.remember(after)
         elif ev.ddl_type in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
             ev.pre_table = TableInfo(schema=db, table=table_name)
         else:

@@ -12,6 +12,7 @@ batch, each key in its commit (or binlog) order.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,19 @@ TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidenin
 
 
 _COLUMN_RENAMING = ("ActionRenameColumn", "ActionModifyColumn", "ActionMultiSchemaChange")
+
+
+_RENAME = re.compile(r"^\s*(?:RENAME\s+TABLE|ALTER\s+TABLE)\s+((?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|"
+                     r"[\w$]+))?)", re.I)
+
+
+def _renamed_from(query: str) -> tuple[str | None, str] | None:
+    """(schema or None, table) a RENAME TABLE / ALTER TABLE ... RENAME statement starts from."""
+    m = _RENAME.match(query or "")
+    if not m:
+        return None
+    parts = [p.strip().strip("`").replace("``", "`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", m.group(1))]
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
 
 class ApplyError(ChangefeedError):
@@ -239,7 +253,9 @@ class ChangeApplier:
                     self.defs[key] = t
 
     def _learn_ddl(self, d: Ddl) -> None:
-        if d.before is not None and d.before.table:
+        renamed = d.before is not None and d.after is not None and d.after.table and (
+            (d.before.schema, d.before.table) != (d.after.schema, d.after.table))
+        if d.before is not None and d.before.table and (renamed or d.ddl_type in ("ActionDropTable", "ActionDropView")):
             self.defs.pop((d.before.schema, d.before.table), None)
         if d.ddl_type in ("ActionDropTable", "ActionDropView") and d.database and d.table:
             self.defs.pop((d.database, d.table), None)
@@ -369,6 +385,7 @@ class ChangeApplier:
                 done[table] = upto if inclusive else upto - 1
 
             for step, d in enumerate(ddls):
+                self._complete(d)
                 for table in self._touches(d, counts):
                     flush(table, d.commit_ts, step, inclusive=False)
                 self._apply_ddl(d, version(d.commit_ts, True, step))
@@ -558,7 +575,7 @@ class ChangeApplier:
             inplace = F.col("__inplace")
         first = ops.groupBy(*key_names).agg(
             F.min("__seq").alias("__first"),
-            F.max(F.when(inplace, F.struct("__img", "__next"))).alias("__ip"))
+            F.first(F.when(inplace, F.struct("__img", "__next")), ignorenulls=True).alias("__ip"))
         close = first.select(F.when(F.col("__ip").isNull(), F.lit("C")).otherwise(F.lit("I")).alias("__op"),
                              F.col("__ip.__img").alias("__img"), F.lit(None).cast("long").alias("__seq"),
                              F.col("__ip.__next").alias("__next"), F.col("__first"), *tk)
@@ -581,6 +598,15 @@ class ChangeApplier:
         self._with_txn(version, merge.execute, path)
 
     # --- DDL --------------------------------------------------------------------------------------
+    def _complete(self, d: Ddl) -> None:
+        if d.before is None:
+            # protocols that do not carry the definition before a DDL (debezium): the one this consumer knows
+            old = _renamed_from(d.query) if d.ddl_type in ("ActionRenameTable", "ActionRenameTables") else None
+            db = old[0] or d.database if old else d.database
+            name = old[1] if old else d.table
+            if db and name:
+                d.before = self.defs.get((db, name))
+
     def _apply_ddl(self, d: Ddl, version: int) -> None:
         try:
             self._ddl(d, version)
