@@ -570,8 +570,8 @@ class ChangeApplier:
             tkeys = self._typed_key(t, keys, key_names)
             ops = ops.select("*", *[c.alias(f"__t{i}") for i, c in enumerate(tkeys)])
             ops = ops.join(cur, F.expr(" AND ".join(f"__t{i} <=> __c{i}" for i in range(len(keys)))), "left")
-            ops = ops.withColumn("__inplace", (F.col("__grp") == 1) & (F.col("__op") == "U")
-                                 & (F.col("__cur") == F.col("__sig")))
+            ops = ops.withColumn("__inplace", F.coalesce((F.col("__grp") == 1) & (F.col("__op") == "U")
+                                                         & (F.col("__cur") == F.col("__sig")), F.lit(False)))
             inplace = F.col("__inplace")
         first = ops.groupBy(*key_names).agg(
             F.min("__seq").alias("__first"),
