@@ -403,9 +403,17 @@ def tail(
 def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tuple[str, dict[str, str]]:
     from urllib.parse import parse_qsl, urlsplit
 
+    from .config import OPTIONS
+    from .sink import FILE_PARAMS, KAFKA_PARAMS
+
     params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
     proto = protocol or params.pop("protocol", None)
     params.pop("protocol", None)
+    unknown = sorted(k for k in params if k not in OPTIONS and k not in KAFKA_PARAMS | FILE_PARAMS)
+    if unknown:
+        raise ConfigError(f"URI {uri.split('?', 1)[0]}: unknown parameter(s) {', '.join(unknown)}")
+    # the sink's own parameters (partition-num, TLS ...) say nothing about decoding
+    params = {k: v for k, v in params.items() if k in OPTIONS}
     if not proto:
         raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
     params.update(parse_option_pairs(option or []))
