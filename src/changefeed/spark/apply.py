@@ -366,7 +366,7 @@ class ChangeApplier:
 
             def version(ts: int, ddl: bool, step: int) -> int:
                 if key_mode_batch is None:
-                    return ts if ddl else ts
+                    return ts
                 return key_mode_batch * 1_000_000 + 2 * step + (1 if ddl else 0)
 
             def flush(table: tuple[str, str], upto: int, step: int, *, inclusive: bool) -> None:

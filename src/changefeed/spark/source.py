@@ -143,6 +143,11 @@ def _read_range(r: _Range) -> Iterator[Any]:
     offs: list[int] = []
     keys: list[bytes | None] = []
     vals: list[bytes | None] = []
+
+    def batch() -> Any:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([r.topic] * len(offs)), pa.array([r.partition] * len(offs), pa.int32()),
+             pa.array(offs, pa.int64()), pa.array(keys, pa.binary()), pa.array(vals, pa.binary())], schema=schema)
     with open(r.path, "rb") as f:
         f.seek(r.pos)
         off = r.start
@@ -155,15 +160,10 @@ def _read_range(r: _Range) -> Iterator[Any]:
             vals.append(payload_from_json(rec.get("value"), "value"))
             off += 1
             if len(offs) >= 8192:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([r.topic] * len(offs)), pa.array([r.partition] * len(offs), pa.int32()),
-                     pa.array(offs, pa.int64()), pa.array(keys, pa.binary()), pa.array(vals, pa.binary())],
-                    schema=schema)
+                yield batch()
                 offs, keys, vals = [], [], []
     if offs:
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([r.topic] * len(offs)), pa.array([r.partition] * len(offs), pa.int32()),
-             pa.array(offs, pa.int64()), pa.array(keys, pa.binary()), pa.array(vals, pa.binary())], schema=schema)
+        yield batch()
 
 
 class _BatchReader(DataSourceReader):  # type: ignore[misc]
