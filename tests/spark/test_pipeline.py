@@ -210,9 +210,6 @@ def test_undecodable_message_goes_to_dead_letters(spark, tmp_path: Path) -> None
     assert [r["id"] for r in spark.read.format("delta").load(str(lake / "shop/items")).collect()] == [1]
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, open in issue 8: after a SIGKILL and restart of "
-                   "`changefeed consume` "
-                   "on Kafka with small micro-batches, ~14 of 36 rows of one table differ from upstream")
 def test_consumer_killed_mid_stream_restarts_exactly_once(spark, kafka_broker: str, tmp_path: Path) -> None:
     events = list(generate(seed=23, transactions=150))
     lines = tmp_path / "events.jsonl"

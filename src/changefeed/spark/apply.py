@@ -35,6 +35,9 @@ TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidenin
 
 
 _COLUMN_RENAMING = ("ActionRenameColumn", "ActionModifyColumn", "ActionMultiSchemaChange")
+# DDL that change a table's columns: without the definition after them the lake cannot follow
+_COLUMN_CHANGING = (*_COLUMN_RENAMING, "ActionAddColumn", "ActionAddColumns", "ActionDropColumn",
+                    "ActionDropColumns", "ActionSetDefaultValue", "ActionCreateTable")
 
 
 _RENAME = re.compile(r"^\s*(?:RENAME\s+TABLE|ALTER\s+TABLE)\s+((?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|"
@@ -52,6 +55,10 @@ def _renamed_from(query: str) -> tuple[str | None, str] | None:
 
 class ApplyError(ChangefeedError):
     """A change or DDL the lake cannot take; the pipeline stops here (the changelog keeps it)."""
+
+
+def _richness(d: Ddl) -> tuple[bool, bool]:
+    return bool(d.after is not None and d.after.columns), bool(d.before is not None and d.before.columns)
 
 
 def q(name: str) -> str:
@@ -240,7 +247,10 @@ class ChangeApplier:
                         table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
                         table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
                 if d.commit_ts > self.applied_ts or not self.o.watermarks:
-                    self.pending.setdefault((d.commit_ts, d.query), d)
+                    have = self.pending.get((d.commit_ts, d.query))
+                    # the same DDL from several partitions: keep the copy that carries the most definition
+                    if have is None or _richness(d) > _richness(have):
+                        self.pending[(d.commit_ts, d.query)] = d
                 else:
                     self._learn_ddl(d)
             elif r["table_def"] and r["kind"] in ("insert", "update", "delete", "bootstrap"):
@@ -670,6 +680,9 @@ class ChangeApplier:
                         f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"), path)
             return
         if d.after is None or not d.after.columns:
+            if a in _COLUMN_CHANGING and self.exists(path):
+                raise ApplyError(f"DDL at commit ts {d.commit_ts} ({d.query}) changes columns of {db}.{name}, but "
+                                 "the stream gave no table definition after it (the decoder did not know the table)")
             return  # nothing in the lake depends on it (an index, a comment ...)
         if not self.exists(path):
             self.create(d.after, path)

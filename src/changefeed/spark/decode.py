@@ -99,22 +99,38 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
         schema_store = SchemaStore(store) if store else None
         seed = schema_store.load() if schema_store else []
         decoders: dict[tuple[str, int], Any] = {}
+        seeded: dict[tuple[str, int], int] = {}  # per decoder: the latest commit ts of the definitions it was given
+        local_defs: dict[tuple[str, int], list[tuple[int, TableInfo]]] = {}  # definitions each decoder learnt here
         waiting: dict[tuple[str, int], deque[tuple[int, bytes | None, bytes | None]]] = {}
         convs: dict[int, _Converters] = {}
         emitted: set[tuple] = set()
         learnt: list[tuple[int, TableInfo]] = []
         out_schema = _arrow_schema()
 
-        def decoder(tp: tuple[str, int]) -> Any:
+        def decoder(tp: tuple[str, int], before: int | None = None) -> Any:
+            """The decoder of one partition, knowing the stored definitions (only those older than `before`:
+            a DDL replayed after a restart is decoded against the definitions that preceded it)."""
             d = decoders.get(tp)
-            if d is None:
+            if d is None or before is not None:
                 d = decoders[tp] = make_decoder(cfg)
                 remember = getattr(d, "remember", None)
+                given = [x for x in seed if before is None or x[0] < before]
+                given += [x for x in local_defs.get(tp, []) if before is not None and x[0] < before]
                 if remember is not None:
-                    for _, t in seed:
+                    for _, t in sorted(given, key=lambda x: x[0]):
                         remember(t)
-                waiting[tp] = deque()
+                seeded[tp] = max((ts for ts, _ in given), default=-1) if remember is not None else -1
+                waiting.setdefault(tp, deque())
             return d
+
+        def replayed_ddl(tp: tuple[str, int], d: Any, events: list[Event]) -> int | None:
+            """The commit ts of a DDL this decoder already knows the outcome of (a replay), if any."""
+            if getattr(d, "pending", 0):
+                return None
+            for ev in events:
+                if ev.kind is Kind.DDL and ev.commit_ts <= seeded.get(tp, -1):
+                    return ev.commit_ts
+            return None
 
         def conv(t: TableInfo) -> _Converters:
             c = convs.get(id(t))
@@ -165,6 +181,7 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
                 c["pre_table_def"].append(before)
                 if ev.table is not None and ev.table.columns and ev.kind in (Kind.DDL, Kind.BOOTSTRAP):
                     learnt.append((ev.commit_ts, ev.table))
+                    local_defs.setdefault((topic, part), []).append((ev.commit_ts, ev.table))
             c["ddl"].append(ev.query)
             c["ddl_type"].append(ev.ddl_type)
             c["error"].append(None)
@@ -194,6 +211,10 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
                 before_pending = getattr(d, "pending", 0)
                 try:
                     events = d.decode(value, key)
+                    again = replayed_ddl(tp, d, events)
+                    if again is not None:
+                        d = decoder(tp, before=again)
+                        events = d.decode(value, key)
                 except DecodeError as e:
                     fail(topic, part, off, str(e.located(f"{topic}/{part}@{off}")), key, value)
                     continue
