@@ -15,12 +15,14 @@ import canal_json  # noqa: E402
 import debezium  # noqa: E402
 import kafka  # noqa: E402
 import simple  # noqa: E402
+import spark_pipeline  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--no-kafka", action="store_true", help="leave out the benchmark that starts a Kafka broker")
+    ap.add_argument("--no-kafka", action="store_true", help="leave out the benchmarks that start a Kafka broker")
+    ap.add_argument("--spark-changes", type=int, default=1_000_000, help="changes for the Spark pipeline benchmark")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
@@ -30,11 +32,16 @@ def main() -> None:
             results += kafka.run(args.rows)
         except RuntimeError as e:
             print(f"kafka benchmark left out: {e}")
+        # Spark's local[2] uses both cores: the one-core pinning of the codec benchmarks is lifted for it
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        results += spark_pipeline.run(args.spark_changes, 4)
     canal_json.print_table(results)
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
     print("           kafka = a bare confluent-kafka producer sending the same values pre-encoded (the ceiling)")
+    print("           Kafka->Delta = a pickled Python UDF with json.loads and a plain MERGE per micro-batch, "
+          "same topic and batches")
 
 
 if __name__ == "__main__":

@@ -218,7 +218,7 @@ def decode(
 
 
 @app.command()
-def run(
+def roundtrip(
     protocol: ProtocolOpt = "canal-json",
     option: OptionOpt = None,
     input: Annotated[Path | None, typer.Option("--input", "-i", help="event lines (default: bundled example)")]
@@ -226,7 +226,7 @@ def run(
     out: Annotated[Path, typer.Option(help="folder for the messages and decoded events")] = Path("out"),
     debug: DebugOpt = False,
 ) -> None:
-    """The main job on the embedded default: events -> protocol messages (a local file) -> events again."""
+    """Events -> protocol messages (a local file) -> events again, and check they are equal."""
     with _reported(debug):
         cfg = build_config(protocol, parse_option_pairs(option or []))
         src = input or Path(str(resources.files("changefeed") / "examples" / "events.jsonl"))
@@ -264,7 +264,7 @@ def run(
         from .roundtrip import compare_streams
 
         report = compare_streams(originals, decoded, cfg)
-        table = Table(title=f"changefeed run: {src.name} through {protocol}", show_header=True)
+        table = Table(title=f"changefeed roundtrip: {src.name} through {protocol}", show_header=True)
         table.add_column("stage")
         table.add_column("count", justify="right")
         table.add_column("detail")
@@ -325,23 +325,10 @@ def produce(
 ) -> None:
     """Event lines through encoder, router and transport."""
     with _reported(debug):
-        from .produce import Producer
-        from .sink import resolve
-        from .transport.files import FileProducer
+        from .produce import open_producer
 
-        sink, cfg, router = resolve(sink_uri, config)
-        router.canal_ddl_to_partition_zero = cfg.protocol == "canal-json" and not ddl_to_all_partitions
-        if sink.scheme == "file":
-            transport: object = FileProducer(sink.folder, sink.partition_num)  # type: ignore[arg-type]
-        else:
-            from .transport.kafka import KafkaTransport
-
-            transport = KafkaTransport(sink, cfg.max_message_bytes)
-        # The Avro protocols name schema subjects after the topic: they take each table's topic from the router
-        # (debezium-avro keeps Debezium's <cluster>.<db>.<table> topics unless dispatchers name topics).
-        avro_topics = router if cfg.protocol == "avro" or router.has_topic_rules else None
-        producer = Producer(make_encoder(cfg, topic=avro_topics), router, transport,
-                            watermark_interval_ms=watermark_interval_ms)
+        producer, transport, sink = open_producer(sink_uri, config, ddl_to_all_partitions=ddl_to_all_partitions,
+                                                  watermark_interval_ms=watermark_interval_ms)
         reader = EventReader()
         try:
             with _open_in(input) as fin, _progress(input, "producing") as advance:
@@ -353,7 +340,7 @@ def produce(
                         raise e.located(f"line {lineno}") from None
             producer.close()
         finally:
-            transport.close()  # type: ignore[attr-defined]
+            transport.close()
         where = sink.folder if sink.scheme == "file" else ",".join(sink.brokers)
         err.print(f"produced {producer.events} events as {producer.sent} messages to "
                   f"{', '.join(producer.topics)} at {where}", highlight=False)
@@ -401,23 +388,9 @@ def tail(
 
 
 def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tuple[str, dict[str, str]]:
-    from urllib.parse import parse_qsl, urlsplit
+    from .sink import codec_options
 
-    from .config import OPTIONS
-    from .sink import FILE_PARAMS, KAFKA_PARAMS
-
-    params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
-    proto = protocol or params.pop("protocol", None)
-    params.pop("protocol", None)
-    unknown = sorted(k for k in params if k not in OPTIONS and k not in KAFKA_PARAMS | FILE_PARAMS)
-    if unknown:
-        raise ConfigError(f"URI {uri.split('?', 1)[0]}: unknown parameter(s) {', '.join(unknown)}")
-    # the sink's own parameters (partition-num, TLS ...) say nothing about decoding
-    params = {k: v for k, v in params.items() if k in OPTIONS}
-    if not proto:
-        raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
-    params.update(parse_option_pairs(option or []))
-    return proto, params
+    return codec_options(uri, protocol, parse_option_pairs(option or []))
 
 
 @app.command()
@@ -511,6 +484,152 @@ def verify(
             err.print("verification FAILED", highlight=False)
             raise typer.Exit(1)
         err.print(f"verification passed: {len(rep.tables)} tables equal upstream", highlight=False)
+
+
+@app.command()
+def workload(
+    output: Annotated[Path, typer.Option("--output", "-o", help="event lines of the stream")],
+    transactions: Annotated[int, typer.Option(help="transactions (1 to 4 row changes each) after the DDL")] = 1000,
+    seed: Annotated[int, typer.Option(help="the same seed gives the same stream")] = 1,
+    expected: Annotated[Path | None, typer.Option(help="write the final upstream state here (for verify)")] = None,
+    live_rows: Annotated[int, typer.Option(help="rows a table holds at most (bounds memory)")] = 20_000,
+    debug: DebugOpt = False,
+) -> None:
+    """A synthetic TiDB-like change stream: every type family, multi-table transactions, DDL mid-stream."""
+    with _reported(debug):
+        from .job import expected_lines
+        from .workload import Workload
+
+        w = Workload(seed, transactions, live_rows=live_rows)
+        writer = EventWriter()
+        n = 0
+        with open(output, "wb") as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
+                "{task.completed:,} events"), TimeRemainingColumn(), console=err, transient=True) as bar:
+            task = bar.add_task("workload", total=None)
+            for ev in w:
+                f.write(writer.line(ev) + b"\n")
+                n += 1
+                if n % 5000 == 0:
+                    bar.update(task, completed=n)
+        if expected is not None:
+            with open(expected, "wb") as f:
+                f.writelines(expected_lines(w.state))
+        rows = sum(len(t.rows) for t in w.state.tables.values())
+        err.print(f"wrote {n:,} events to {output}" + (f"; the final state ({len(w.state.tables)} tables, {rows:,} "
+                  f"rows) to {expected}" if expected else ""), highlight=False)
+
+
+@app.command()
+def run(
+    protocol: ProtocolOpt = "canal-json",
+    option: OptionOpt = None,
+    sink_uri: Annotated[str | None, typer.Option(
+        "--sink-uri", help="kafka://host:port/topic?protocol=... (default: files under --work)")] = None,
+    source: Annotated[str, typer.Option(help="workload, or a file of event lines")] = "workload",
+    transactions: Annotated[int, typer.Option(help="workload transactions")] = 1000,
+    seed: Annotated[int, typer.Option(help="workload seed")] = 1,
+    work: Annotated[Path, typer.Option(help="folder for the stream, the lake and the report")] = Path(
+        "changefeed-run"),
+    scd: Annotated[int, typer.Option("--scd", help="1: mirror tables; 2: history")] = 1,
+    config: Annotated[Path | None, typer.Option("--config", help="changefeed TOML (TiCDC's keys)")] = None,
+    max_records_per_trigger: Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")] = None,
+    rate: Annotated[int | None, typer.Option(help="events per second the source sends at most")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh/--resume", help="start from an empty --work folder")] = True,
+    debug: DebugOpt = False,
+) -> None:
+    """The main job: source -> encoder -> transport -> Spark -> Delta tables -> verify, with a closing report."""
+    with _reported(debug):
+        import shutil
+
+        from .job import RunOptions
+        from .job import run as run_job
+
+        opts_ = parse_option_pairs(option or [])
+        if protocol == "canal-json" and not option:
+            opts_ = {"enable-tidb-extension": "true"}  # watermarks: transaction-consistent tables
+        if sink_uri is not None and "protocol=" not in sink_uri:
+            sep = "&" if "?" in sink_uri else "?"
+            sink_uri += sep + "&".join([f"protocol={protocol}", *(f"{k}={v}" for k, v in opts_.items())])
+        ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
+                        transactions=transactions, seed=seed, scd=scd, config=config,
+                        max_records_per_trigger=max_records_per_trigger, rate=rate)
+        if fresh and work.exists():
+            shutil.rmtree(work)
+        from .spark import spark_session
+
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                      console=err, transient=False) as bar:
+            hooks = _RunBars(bar, transactions)
+            spark = spark_session(master)
+            spark.sparkContext.setLogLevel("ERROR")
+            rep = run_job(spark, ro, hooks)
+        _print_run(rep)
+        if rep.verification is None or not rep.verification.ok:
+            raise typer.Exit(1)
+
+
+class _RunBars:
+    """Progress bars per stage for `run`."""
+
+    def __init__(self, bar: Progress, transactions: int) -> None:
+        self.bar = bar
+        self.t0 = time.monotonic()
+        self.produce = bar.add_task("produce", total=None, info="starting Spark")
+        self.apply = bar.add_task("apply", total=None, info="")
+        self.verify = bar.add_task("verify", total=1, info="", visible=False)
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        if name == "verify":
+            self.bar.update(self.produce, total=1, completed=1)
+            self.bar.update(self.apply, total=1, completed=1)
+            self.bar.update(self.verify, visible=True, info="comparing the lake with upstream")
+
+    def produced(self, events: int) -> None:
+        secs = max(time.monotonic() - self.t0, 1e-9)
+        self.bar.update(self.produce, info=f"{events:,} events ({events / secs:,.0f}/s)")
+
+    def batch(self, rep: object, changes_total: int) -> None:
+        from .tso import to_datetime
+
+        at = getattr(rep, "applied_ts", 0) or getattr(rep, "max_ts", 0)
+        upto = to_datetime(at).strftime("%H:%M:%S.%f")[:-3] if at else "-"
+        self.bar.update(self.apply, info=f"{changes_total:,} changes, batch {getattr(rep, 'batch_id', 0)}, "
+                                         f"tables at commit time {upto}")
+
+
+def _print_run(rep: object) -> None:
+    from .job import RunReport
+
+    assert isinstance(rep, RunReport)
+    o = rep.options
+    t = Table(title=f"changefeed run: {o.source} -> {o.protocol} -> "
+                    f"{'Kafka' if o.sink_uri and o.sink_uri.startswith('kafka') else 'files'} -> Spark -> Delta")
+    for col in ("stage", "count", "per second", "detail"):
+        t.add_column(col, justify="right" if col in ("count", "per second") else "left")
+    rate = (lambda n, s: f"{n / s:,.0f}" if s > 0 else "-")  # noqa: E731
+    t.add_row("produce", f"{rep.events:,}", rate(rep.events, rep.produce_seconds),
+              f"events -> {rep.messages:,} messages in {rep.produce_seconds:.1f} s")
+    t.add_row("consume", f"{rep.changes:,}", rate(rep.changes, rep.consume_seconds),
+              f"changes in {rep.batches} micro-batches, {rep.ddl} DDL, {rep.dead_letters} dead letters "
+              f"({rep.consume_seconds:.1f} s)")
+    lags = sorted(rep.lags)
+    if lags:
+        t.add_row("lag", "", "", f"end to end: median {lags[len(lags) // 2]:.1f} s, max {lags[-1]:.1f} s")
+    v = rep.verification
+    if v is not None:
+        for tc in v.tables:
+            t.add_row(f"  {tc.name}", f"{tc.actual or 0:,}", "", "rows, equal upstream" if tc.ok else
+                      f"rows, upstream {tc.expected:,}: {tc.problem or 'DIFFERENT'} ({tc.missing} missing, "
+                      f"{tc.extra} extra)")
+        t.add_row("verify", "passed" if v.ok else "FAILED", "", f"{len(v.tables)} tables against "
+                  f"{rep.expected} ({rep.verify_seconds:.1f} s)")
+    t.add_row("total", f"{rep.seconds:.1f} s", "", f"chart: {rep.chart}")
+    Console().print(t)
+    if v is not None:
+        for tc in v.tables:
+            for line in tc.samples[:5]:
+                err.print(f"{tc.name}: {line}", highlight=False)
 
 
 def main() -> None:

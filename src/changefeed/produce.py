@@ -8,6 +8,7 @@ table's topic, or of every topic for watermarks and schema-level DDL), unless a 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from .model import Event, Kind
@@ -36,6 +37,10 @@ class Producer:
         self._resolved: int | None = None
         self.sent = 0
         self.events = 0
+
+    @property
+    def last_commit_ts(self) -> int | None:
+        return self._current
 
     def _topic_of(self, ev: Event) -> str | None:
         t = ev.subject
@@ -97,3 +102,27 @@ class Producer:
         if self.watermarks and self._current is not None:
             self._watermark(self._current)
         self.transport.flush()
+
+
+def open_producer(sink_uri: str, config: str | Path | None = None, *, ddl_to_all_partitions: bool = False,
+                  watermark_interval_ms: int = 1000) -> tuple[Producer, Any, Any]:
+    """A producer for a sink URI (file:// or kafka://) and its transport (close it after the producer);
+    also returns the parsed sink."""
+    from .codecs import make_encoder
+    from .sink import resolve
+    from .transport.files import FileProducer
+
+    sink, cfg, router = resolve(sink_uri, config)
+    router.canal_ddl_to_partition_zero = cfg.protocol == "canal-json" and not ddl_to_all_partitions
+    if sink.scheme == "file":
+        transport: Any = FileProducer(sink.folder, sink.partition_num)
+    else:
+        from .transport.kafka import KafkaTransport
+
+        transport = KafkaTransport(sink, cfg.max_message_bytes)
+    # The Avro protocols name schema subjects after the topic: they take each table's topic from the router
+    # (debezium-avro keeps Debezium's <cluster>.<db>.<table> topics unless dispatchers name topics).
+    avro_topics = router if cfg.protocol == "avro" or router.has_topic_rules else None
+    producer = Producer(make_encoder(cfg, topic=avro_topics), router, transport,
+                        watermark_interval_ms=watermark_interval_ms)
+    return producer, transport, sink

@@ -199,3 +199,20 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
     selector = ColumnSelector([(m, ColumnFilter(cols)) for m, cols in cf.column_selectors] if cf else None)
     router = Router(sink.topic, cf.rules if cf else [], partition_num=sink.partition_num, column_selector=selector)
     return sink, cfg, router
+
+
+def codec_options(uri: str, protocol: str | None = None,
+                  extra: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """The protocol and codec options a consumer of `uri` decodes with: the URI's codec parameters (its sink
+    parameters say nothing about decoding), `protocol` and `extra` winning. Unknown parameters are refused."""
+    params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
+    proto = protocol or params.pop("protocol", None)
+    params.pop("protocol", None)
+    unknown = sorted(k for k in params if k not in OPTIONS and k not in KAFKA_PARAMS | FILE_PARAMS)
+    if unknown:
+        raise ConfigError(f"URI {uri.split('?', 1)[0]}: unknown parameter(s) {', '.join(unknown)}")
+    params = {k: v for k, v in params.items() if k in OPTIONS}
+    if not proto:
+        raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
+    params.update(extra or {})
+    return proto, params

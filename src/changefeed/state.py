@@ -7,7 +7,7 @@ rows as the upstream database does (ADD COLUMN fills the default, DROP and RENAM
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,3 +112,16 @@ def final_state(events: Iterable[Event], upto: int | None = None) -> UpstreamSta
             continue
         s.apply(ev)
     return s
+
+
+def state_events(state: UpstreamState) -> Iterator[Event]:
+    """The state as event lines a consumer's final state is compared with: per table, a CREATE TABLE (its
+    definition) and one INSERT per row, all at the state's commit ts. `final_state` of them is `state` again,
+    so `verify --against` takes this file as it takes a whole stream, without replaying the stream."""
+    for (db, name), st in sorted(state.tables.items()):
+        t = st.table
+        cols = ", ".join(f"`{c.name}` {c.mysql_type}" for c in t.columns)
+        yield Event(kind=Kind.DDL, commit_ts=state.commit_ts, table=t, ddl_type="ActionCreateTable",
+                    query=f"CREATE TABLE `{db}`.`{name}` ({cols})")
+        for row in st.rows.values():
+            yield Event(kind=Kind.INSERT, commit_ts=state.commit_ts, table=t, after=row)

@@ -113,11 +113,63 @@ def _row(rng: random.Random, t: TableInfo, key: int, nulls: bool = True) -> Row:
     return row
 
 
-def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_MS) -> Iterator[Event]:
-    """The events of the workload in commit order (a WATERMARK after every transaction)."""
+def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_MS,
+             live_rows: int = 20_000) -> Iterator[Event]:
+    """The events of the workload in commit order."""
+    return iter(Workload(seed, transactions, start_ms=start_ms, live_rows=live_rows))
+
+
+class Workload:
+    """The workload's events (iterate once) and, once iterated, the upstream state they lead to.
+
+    Memory stays bounded whatever the length: a table holding `live_rows` rows takes updates and deletes
+    instead of inserts, so the state (and the expected final state written for `verify`) stays small."""
+
+    def __init__(self, seed: int = 1, transactions: int = 1000, *, start_ms: int = START_MS,
+                 live_rows: int = 20_000) -> None:
+        self.seed, self.transactions, self.start_ms, self.live_rows = seed, transactions, start_ms, live_rows
+        self.state = UpstreamState()
+
+    def __iter__(self) -> Iterator[Event]:
+        return _events(self)
+
+
+class _Keys:
+    """The live keys of one table, for a uniform random pick in O(1) whatever the table's size."""
+
+    def __init__(self, keys: Iterator[tuple] | list[tuple]) -> None:
+        self.items = list(keys)
+        self.pos = {k: i for i, k in enumerate(self.items)}
+
+    def add(self, k: tuple) -> None:
+        if k not in self.pos:
+            self.pos[k] = len(self.items)
+            self.items.append(k)
+
+    def remove(self, k: tuple) -> None:
+        i = self.pos.pop(k, None)
+        if i is None:
+            return
+        last = self.items.pop()
+        if i < len(self.items):
+            self.items[i] = last
+            self.pos[last] = i
+
+    def pick(self, rng: random.Random, avoid: set[tuple]) -> tuple | None:
+        for _ in range(8):
+            if not self.items:
+                return None
+            k = self.items[rng.randrange(len(self.items))]
+            if k not in avoid:
+                return k
+        return None
+
+
+def _events(w: Workload) -> Iterator[Event]:
+    seed, transactions, start_ms = w.seed, w.transactions, w.start_ms
     rng = random.Random(seed)
     tracker = SchemaTracker()
-    state = UpstreamState()
+    state = w.state = UpstreamState()
     clock = [start_ms, 0]
     next_key: dict[tuple[str, str], int] = {}
 
@@ -133,8 +185,11 @@ def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_M
         if ev.table is None and ev.pre_table is None:  # CREATE DATABASE
             ev.table = TableInfo(schema="app", table="")
         state.apply(ev)
+        pools.clear()
+        pools.update({n: _Keys(list(st.rows)) for n, st in state.tables.items()})
         return ev
 
+    pools: dict[tuple[str, str], _Keys] = {}
     for sql in CREATE:
         yield ddl(sql)
     later = list(LATER)
@@ -144,21 +199,24 @@ def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_M
                 yield ddl(sql)
         ts = tick()
         live = sorted(state.tables)
-        touched: set[tuple] = set()
+        touched: dict[tuple[str, str], set[tuple]] = {}  # one change per key per transaction
         events: list[Event] = []
         for _ in range(rng.randint(1, 4)):
             name = rng.choice(live)
             st = state.tables[name]
             t = st.table
-            keys = [k for k in st.rows if (name, k) not in touched]
+            pool = pools[name]
+            mine = touched.setdefault(name, set())
+            key = pool.pick(rng, mine)
             op = rng.random()
-            if not keys or op < 0.45:
+            if len(st.rows) >= w.live_rows and key is not None:
+                op = 0.45 + op * 0.55  # full: update or delete
+            if key is None or op < 0.45:
                 k = next_key.get(name, 1)
                 next_key[name] = k + 1
                 after = _row(rng, t, k)
                 ev = Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=after)
             else:
-                key = rng.choice(keys)
                 before = dict(st.rows[key])
                 if op < 0.85:
                     after = dict(before)
@@ -173,9 +231,12 @@ def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_M
                     ev = Event(kind=Kind.UPDATE, commit_ts=ts, table=t, before=before, after=after)
                 else:
                     ev = Event(kind=Kind.DELETE, commit_ts=ts, table=t, before=before)
-            touched.add((name, row_key(t, ev.before or ev.after)))  # type: ignore[arg-type]
+            if ev.before is not None:
+                mine.add(row_key(t, ev.before))
+                pool.remove(row_key(t, ev.before))
             if ev.after is not None:
-                touched.add((name, row_key(t, ev.after)))
+                mine.add(row_key(t, ev.after))
+                pool.add(row_key(t, ev.after))
             state.apply(ev)
             events.append(ev)
         yield from events

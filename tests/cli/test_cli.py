@@ -121,9 +121,9 @@ def test_debug_shows_traceback():
     assert r.returncode == 1 and b"Traceback" in r.stderr
 
 
-def test_run_main_job(tmp_path: Path):
+def test_roundtrip(tmp_path: Path):
     env = dict(os.environ, COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "run", "--out", str(tmp_path)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "roundtrip", "--out", str(tmp_path)], capture_output=True,
                        timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert b"round trip" in r.stdout and b"8 events equal after decoding" in r.stdout  # watermarks need _tidb

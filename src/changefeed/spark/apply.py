@@ -12,6 +12,7 @@ batch, each key in its commit (or binlog) order.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections.abc import Callable
@@ -90,6 +91,7 @@ class BatchReport:
     ddl_applied: int = 0
     watermark: int = 0
     applied_ts: int = 0
+    max_ts: int = 0  # the latest commit ts among the batch's changes
     tables: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
@@ -107,6 +109,7 @@ class ApplyOptions:
     watermarks: bool = True
     on_ddl_error: str = "stop"  # stop | skip
     json_as_variant: bool = False
+    ddl_definitions: bool = True  # the protocol's DDL carry table definitions (the avro protocol's do not)
 
 
 class ChangeApplier:
@@ -313,7 +316,9 @@ class ChangeApplier:
              .option("txnVersion", batch_id).save(self.dead))
             rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
                 "txnVersion", batch_id).save(self.bronze)
-            counts = {r["kind"]: r["n"] for r in changes.groupBy("kind").agg(F.count("*").alias("n")).collect()}
+            agg = changes.groupBy("kind").agg(F.count("*").alias("n"), F.max("commit_ts").alias("ts")).collect()
+            counts = {r["kind"]: r["n"] for r in agg}
+            rep.max_ts = max((r["ts"] or 0 for r in agg if r["kind"] in ("insert", "update", "delete")), default=0)
             rep.errors = counts.get("error", 0)
             rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
             ctrl = (rows.where("kind IN ('watermark', 'ddl', 'bootstrap') OR table_def IS NOT NULL")
@@ -370,9 +375,22 @@ class ChangeApplier:
                                        .otherwise(F.col("kind")))
         window = window.persist()
         try:
-            counts = {(r["database"], r["table"]): r["n"] for r in
-                      window.groupBy("database", "table").agg(F.count("*").alias("n")).collect()}
+            # one job: each table's commit ts and row count, so finding the DDL segments with rows takes none
+            per_ts = window.groupBy("database", "table", "commit_ts").agg(F.count("*").alias("n")).collect()
+            counts: dict[tuple[str, str], int] = {}
+            stamps: dict[tuple[str, str], list[int]] = {}
+            for r in per_ts:
+                k = (r["database"], r["table"])
+                counts[k] = counts.get(k, 0) + r["n"]
+                stamps.setdefault(k, []).append(r["commit_ts"])
+            for v in stamps.values():
+                v.sort()
             done: dict[tuple[str, str], int] = {}  # per table: rows applied up to this commit ts
+
+            def any_rows(table: tuple[str, str], start: int, upto: int, inclusive: bool) -> bool:
+                ts = stamps[table]
+                i = bisect.bisect_right(ts, start)
+                return i < len(ts) and (ts[i] <= upto if inclusive else ts[i] < upto)
 
             def version(ts: int, ddl: bool, step: int) -> int:
                 if key_mode_batch is None:
@@ -390,7 +408,7 @@ class ChangeApplier:
                 cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
                 rows = window.where(cond)
                 v = version(upto if inclusive else upto - 1, False, step)
-                if not rows.isEmpty() and self._apply_rows(db, tbl, rows, v):
+                if any_rows(table, start, upto, inclusive) and self._apply_rows(db, tbl, rows, v):
                     rep.tables.add(f"{db}.{tbl}")
                 done[table] = upto if inclusive else upto - 1
 
@@ -680,7 +698,7 @@ class ChangeApplier:
                         f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"), path)
             return
         if d.after is None or not d.after.columns:
-            if a in _COLUMN_CHANGING and self.exists(path):
+            if a in _COLUMN_CHANGING and self.o.ddl_definitions and self.exists(path):
                 raise ApplyError(f"DDL at commit ts {d.commit_ts} ({d.query}) changes columns of {db}.{name}, but "
                                  "the stream gave no table definition after it (the decoder did not know the table)")
             return  # nothing in the lake depends on it (an index, a comment ...)

@@ -73,7 +73,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         scd_type=int(stored_as_scd_type), apply_as_deletes=apply_as_deletes,
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
                         except_column_list=except_column_list, track_history_column_list=track_history_column_list,
-                        watermarks=watermarks, on_ddl_error=on_ddl_error)
+                        watermarks=watermarks, on_ddl_error=on_ddl_error,
+                        ddl_definitions=not info or info["protocol"] != "avro")
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

@@ -1,0 +1,287 @@
+"""The main job: a source, an encoder, a transport, the Spark consumer into Delta, and verification, in one run.
+
+The producer (source -> encoder -> router -> transport) runs in a thread while the Spark consumer keeps
+applying micro-batches, so the lag measured is the real one: from the moment a commit ts left the producer
+to the moment the lake held every table at (at least) that commit ts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .eventline import EventReader, EventWriter, read_lines
+from .model import Event
+from .state import UpstreamState, state_events
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .spark.apply import BatchReport
+    from .spark.verify import VerifyReport
+
+
+@dataclass
+class RunOptions:
+    protocol: str = "canal-json"
+    options: dict[str, str] = field(default_factory=lambda: {"enable-tidb-extension": "true"})
+    sink_uri: str | None = None  # default: file://<work>/stream/changes, 3 partitions
+    work: Path = Path("changefeed-run")
+    source: str = "workload"  # or a file of event lines
+    transactions: int = 1000
+    seed: int = 1
+    scd: int = 1
+    trigger_interval: str = "1 second"
+    max_records_per_trigger: int | None = None
+    rate: int | None = None  # events per second the source sends at most (None: as fast as it can)
+    watermark_interval_ms: int = 100  # of commit time
+    config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
+
+    @property
+    def lake(self) -> Path:
+        return self.work / "lake"
+
+
+@dataclass
+class Sample:
+    """One point of the run's timeline (seconds since the start)."""
+
+    at: float
+    produced: int  # events the producer had sent
+    applied: int  # changes the consumer had taken in
+    lag: float | None  # seconds from a commit ts leaving the producer to the lake holding it
+
+
+@dataclass
+class RunReport:
+    options: RunOptions
+    events: int = 0
+    messages: int = 0
+    produce_seconds: float = 0.0
+    changes: int = 0
+    dead_letters: int = 0
+    ddl: int = 0
+    batches: int = 0
+    consume_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    seconds: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+    verification: VerifyReport | None = None
+    chart: Path | None = None
+    expected: Path | None = None
+
+    @property
+    def lags(self) -> list[float]:
+        return [s.lag for s in self.samples if s.lag is not None]
+
+
+class Hooks:
+    """What a caller (the CLI's progress bars) hears about: override what you need."""
+
+    def stage(self, name: str, total: int | None = None) -> None: ...
+    def produced(self, events: int) -> None: ...
+    def batch(self, rep: BatchReport, changes_total: int) -> None: ...
+
+
+def default_sink(opts: RunOptions) -> str:
+    q = "&".join(f"{k}={v}" for k, v in opts.options.items())
+    return f"file://{(opts.work / 'stream').resolve()}/changes?protocol={opts.protocol}&partition-num=3" + \
+        (f"&{q}" if q else "")
+
+
+def source_events(opts: RunOptions, state_box: list[UpstreamState]) -> Iterator[Event]:
+    """The source's events; `state_box[0]` is the upstream state once they are all out."""
+    if opts.source == "workload":
+        from .workload import Workload
+
+        w = Workload(opts.seed, opts.transactions)
+        yield from w
+        state_box.append(w.state)
+        return
+    state = UpstreamState()
+    reader = EventReader()
+    with open(opts.source, "rb") as f:
+        for _, line in read_lines(f):
+            ev = reader.parse(line)
+            state.apply(ev)
+            yield ev
+    state_box.append(state)
+
+
+class _Sent:
+    """When each commit ts left the producer (sampled), to measure the lag of what the consumer applied."""
+
+    def __init__(self) -> None:
+        self.ts: list[int] = []
+        self.at: list[float] = []
+        self.events: list[int] = []
+        self.lock = threading.Lock()
+
+    def note(self, commit_ts: int, at: float, events: int) -> None:
+        with self.lock:
+            if not self.ts or commit_ts > self.ts[-1]:
+                self.ts.append(commit_ts)
+                self.at.append(at)
+                self.events.append(events)
+
+    def when(self, commit_ts: int) -> float | None:
+        """The time the first commit ts >= `commit_ts` was sent (the transaction was complete by then)."""
+        with self.lock:
+            i = bisect.bisect_left(self.ts, commit_ts)
+            return self.at[i] if i < len(self.ts) else None
+
+
+def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunReport, sent: _Sent,
+            on_progress: Callable[[int], None], t0: float) -> None:
+    from .produce import open_producer
+
+    producer, transport, _ = open_producer(sink_uri, opts.config, ddl_to_all_partitions=True,
+                                           watermark_interval_ms=opts.watermark_interval_ms)
+    start = time.monotonic()
+    last_note = 0.0
+    try:
+        for ev in events:
+            producer.send(ev)
+            now = time.monotonic()
+            if opts.rate and producer.events > opts.rate * (now - start):
+                time.sleep(producer.events / opts.rate - (now - start))  # a live source's pace
+                now = time.monotonic()
+            if now - last_note > 0.02:
+                sent.note(ev.commit_ts, now - t0, producer.events)
+                last_note = now
+                on_progress(producer.events)
+        producer.close()
+    finally:
+        transport.close()
+    rep.events, rep.messages = producer.events, producer.sent
+    rep.produce_seconds = time.monotonic() - start
+    if producer.last_commit_ts is not None:  # the final watermark went out just now
+        sent.note(producer.last_commit_ts, time.monotonic() - t0, producer.events)
+    on_progress(producer.events)
+
+
+def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> RunReport:
+    """Produce, consume and verify; the report says how fast and whether the lake equals upstream."""
+    from .sink import codec_options
+    from .spark.pipeline import apply_changes, read_changes
+    from .spark.verify import verify
+
+    hooks = hooks or Hooks()
+    rep = RunReport(opts)
+    sink_uri = opts.sink_uri or default_sink(opts)
+    protocol, codec_opts = codec_options(sink_uri)
+    opts.work.mkdir(parents=True, exist_ok=True)
+    lake = str(opts.lake.resolve())
+    cp = f"{lake}/_changefeed/checkpoint"
+    t0 = time.monotonic()
+    sent = _Sent()
+    state_box: list[UpstreamState] = []
+    failure: list[BaseException] = []
+
+    # the topic (and its partitions) exist before the consumer starts reading
+    from .produce import open_producer
+
+    _, transport, _ = open_producer(sink_uri, opts.config)
+    transport.close()
+
+    hooks.stage("produce", opts.transactions if opts.source == "workload" else None)
+
+    def producer_thread() -> None:
+        try:
+            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0)
+        except BaseException as e:  # reported by the main thread
+            failure.append(e)
+
+    def on_batch(b: BatchReport) -> None:
+        rep.batches += 1
+        rep.changes += b.rows_in
+        rep.dead_letters += b.errors
+        rep.ddl += b.ddl_applied
+        now = time.monotonic() - t0
+        upto = b.applied_ts or b.max_ts
+        at = sent.when(upto) if upto else None
+        rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
+        hooks.batch(b, rep.changes)
+
+    base = sink_uri.split("?", 1)[0]
+    changes = read_changes(spark, base, protocol, codec_opts, schema_store=f"{cp}/schemas",
+                           max_records_per_trigger=opts.max_records_per_trigger)
+    worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
+    consume_start = time.monotonic()
+    query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
+                               trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch)
+    ready = time.monotonic() + 300
+    while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
+            and "Waiting for data" not in str(query.status.get("message", "")):
+        time.sleep(0.2)  # the consumer is up: from here on the lag is the pipeline's, not Spark's start-up
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.5)
+            if query.exception() is not None:
+                break
+        if failure:
+            raise failure[0]
+        hooks.stage("consume")
+        query.processAllAvailable()  # everything the producer wrote, then stop
+    finally:
+        query.stop()
+        worker.join()
+    if query.exception() is not None:
+        raise query.exception()
+    rep.consume_seconds = time.monotonic() - consume_start
+    state = state_box[0]
+    rep.expected = opts.work / "expected.jsonl"
+    with open(rep.expected, "wb") as f:
+        f.writelines(expected_lines(state))
+    hooks.stage("verify")
+    v0 = time.monotonic()
+    rep.verification = verify(spark, lake, state)
+    rep.verify_seconds = time.monotonic() - v0
+    rep.seconds = time.monotonic() - t0
+    rep.samples.append(Sample(rep.seconds, rep.events, rep.changes, rep.samples[-1].lag if rep.samples else None))
+    rep.chart = chart(rep, sent, opts.work / "run-report.png")
+    return rep
+
+
+def chart(rep: RunReport, sent: _Sent, path: Path) -> Path:
+    """Progress (events produced, changes applied) and end-to-end lag over the run, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    prod_rate = rep.events / rep.produce_seconds if rep.produce_seconds else 0
+    cons_rate = rep.changes / rep.consume_seconds if rep.consume_seconds else 0
+    ax1.plot([0.0, *sent.at], [0, *sent.events], label=f"events produced ({prod_rate:,.0f}/s)")
+    s = rep.samples
+    ax1.step([0.0, *(p.at for p in s)], [0, *(p.applied for p in s)], where="post",
+             label=f"changes applied to Delta ({cons_rate:,.0f}/s)")
+    ax1.set_ylabel("cumulative")
+    ax1.legend(loc="upper left")
+    ok = rep.verification is not None and rep.verification.ok
+    ax1.set_title(f"changefeed run: {rep.options.protocol}, {rep.events:,} events, "
+                  f"verification {'passed' if ok else 'FAILED'}")
+    lag = [(p.at, p.lag) for p in s if p.lag is not None]
+    ax2.plot([a for a, _ in lag], [b for _, b in lag], marker="o", color="tab:red")
+    ax2.set_ylim(bottom=0)
+    ax2.set_ylabel("end-to-end lag (s)")
+    ax2.set_xlabel("seconds since start")
+    ax2.set_xlim(left=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def expected_lines(state: UpstreamState) -> Iterator[bytes]:
+    writer = EventWriter()
+    for ev in state_events(state):
+        yield writer.line(ev) + b"\n"
+

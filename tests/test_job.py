@@ -1,0 +1,88 @@
+"""The main job end to end: workload -> encoder -> transport (files, Kafka) -> Spark -> Delta -> verify.
+
+The expected state comes from the workload's own bookkeeping (state.py, plain Python), never from the
+pipeline; the stream holds every DDL kind the workload has (create table, add/drop/rename/modify column,
+create/drop index, truncate, rename table, drop table)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from changefeed.eventline import EventReader, read_lines
+from changefeed.job import RunOptions, run
+from changefeed.state import final_state
+from changefeed.workload import CREATE, LATER, Workload
+
+from .conftest import ROOT
+
+DDL_KINDS = {"CREATE TABLE", "ADD COLUMN", "DROP COLUMN", "RENAME COLUMN", "MODIFY COLUMN", "CREATE INDEX",
+             "DROP INDEX", "TRUNCATE TABLE", "RENAME TABLE", "DROP TABLE"}
+
+
+def test_the_workload_has_every_ddl_kind_and_its_expected_state_is_its_own() -> None:
+    text = " ".join([*CREATE, *(q for _, qs in LATER for q in qs)])
+    assert all(k in text for k in DDL_KINDS), [k for k in DDL_KINDS if k not in text]
+    w = Workload(seed=5, transactions=400, live_rows=30)
+    events = list(w)
+    assert [e.ddl_type for e in events if e.query and "RENAME TABLE" in e.query] == ["ActionRenameTable"]
+    assert max(len(t.rows) for t in w.state.tables.values()) <= 30  # bounded, whatever the length
+    again = final_state(events)
+    assert {k: t.rows for k, t in again.tables.items()} == {k: t.rows for k, t in w.state.tables.items()}
+    assert [e.commit_ts for e in events] == sorted(e.commit_ts for e in events)
+    assert [e.commit_ts for e in Workload(seed=5, transactions=400, live_rows=30)] == [e.commit_ts for e in events]
+
+
+def check(rep) -> None:
+    v = rep.verification
+    assert v is not None
+    bad = [t for t in v.tables if not t.ok]
+    assert not bad, [(t.name, t.expected, t.actual, t.missing, t.extra, t.problem, t.samples[:2]) for t in bad]
+    assert {t.name for t in v.tables} == {"app.users", "app.orders", "app.audit"}
+    assert rep.dead_letters == 0
+    assert rep.chart is not None and rep.chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the expected-state file verify takes is the same state
+    reader = EventReader()
+    with open(rep.expected, "rb") as f:
+        st = final_state(reader.parse(line) for _, line in read_lines(f))
+    assert sum(len(t.rows) for t in st.tables.values()) == sum(t.expected for t in v.tables)
+
+
+FILE_CASES = [("canal-json", {"enable-tidb-extension": "true"}), ("simple", {}),
+              ("simple", {"encoding-format": "avro"}), ("debezium", {})]
+
+
+@pytest.mark.parametrize(("protocol", "options"), FILE_CASES,
+                         ids=["canal-json", "simple-json", "simple-avro", "debezium"])
+def test_run_over_files(spark, tmp_path: Path, protocol: str, options: dict[str, str]) -> None:
+    rep = run(spark, RunOptions(protocol=protocol, options=options, work=tmp_path, transactions=60, seed=11))
+    check(rep)
+    assert rep.ddl >= len(CREATE) + sum(len(q) for _, q in LATER) - 1  # CREATE DATABASE may be a no-op
+
+
+@pytest.mark.parametrize(("protocol", "options"), [("canal-json", {"enable-tidb-extension": "true"}),
+                                                   ("simple", {})], ids=["canal-json", "simple"])
+def test_run_over_kafka(spark, kafka_broker: str, tmp_path: Path, protocol: str, options: dict[str, str]) -> None:
+    q = "&".join(f"{k}={v}" for k, v in options.items())
+    uri = f"kafka://{kafka_broker}/run-{protocol}-{os.getpid()}?protocol={protocol}&partition-num=3" + \
+        (f"&{q}" if q else "")
+    rep = run(spark, RunOptions(protocol=protocol, options=options, sink_uri=uri, work=tmp_path, transactions=60,
+                                seed=12, max_records_per_trigger=150))
+    check(rep)
+    assert rep.batches >= 2
+
+
+def test_changefeed_run_command(tmp_path: Path) -> None:
+    """The README's first command, on a small workload: the closing report and the chart."""
+    env = dict(os.environ, COLUMNS="160")
+    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "run", "--work", str(tmp_path / "w"),
+                        "--transactions", "40"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "verify" in r.stdout and "passed" in r.stdout, r.stdout
+    assert "app.users" in r.stdout and "lag" in r.stdout
+    assert (tmp_path / "w" / "run-report.png").exists()
+    assert (tmp_path / "w" / "lake" / "app" / "users" / "_delta_log").is_dir()
