@@ -186,7 +186,8 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     # the topic (and its partitions) exist before the consumer starts reading
     from .produce import open_producer
 
-    _, transport, _ = open_producer(sink_uri, opts.config)
+    probe, transport, _ = open_producer(sink_uri, opts.config)
+    transport.partitions(probe.router.default_topic)  # creates a Kafka topic (a file topic's folder exists)
     transport.close()
 
     hooks.stage("produce", opts.transactions if opts.source == "workload" else None)
