@@ -39,7 +39,7 @@ def events(n: int) -> list[Event]:
                  "name varchar(32), amount decimal(12,2), qty int, at datetime(3))", ddl_type="ActionCreateTable")]
     keys = 0
     for i in range(n):
-        ts = (1 << 40) + (i // 4 + 1) * 4096  # four changes per transaction
+        ts = (1 << 40) + (i // 4 + 1) * (1 << 18)  # four changes per transaction, one transaction a millisecond
         if keys < 10 or i % 3:
             keys += 1
             k = keys
@@ -59,7 +59,8 @@ def produce(evs: list[Event], brokers: str, topic: str) -> None:
                                 "&partition-num=3")
     router.canal_ddl_to_partition_zero = False
     transport = KafkaTransport(sink, cfg.max_message_bytes)
-    p = Producer(CanalJSONEncoder(cfg), router, transport, watermark_interval_ms=0)
+    # a watermark every 100 ms of commit time (100 transactions), as TiCDC's resolved ts would come
+    p = Producer(CanalJSONEncoder(cfg), router, transport, watermark_interval_ms=100)
     for ev in evs:
         p.send(ev)
     p.close()
@@ -101,8 +102,10 @@ def naive(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
         .write.format("delta").save(path)
 
     def merge(batch, _id: int) -> None:
-        rows = batch.select(parse("value").alias("r")).where("r IS NOT NULL").select("r.*")
-        last = rows.withColumn("n", F.row_number().over(Window.partitionBy("id").orderBy(F.col("ts").desc())))
+        rows = batch.select(parse("value").alias("r"), "offset").where("r IS NOT NULL").select("r.*", "offset")
+        # a transaction can change a key twice: the later message (by offset; one key, one partition) wins
+        last = rows.withColumn("n", F.row_number().over(Window.partitionBy("id").orderBy(
+            F.col("ts").desc(), F.col("offset").desc())))
         last = last.where("n = 1").select(F.col("kind"), F.col("id").cast("bigint"), "name",
                                           F.col("amount").cast("decimal(12,2)"), F.col("qty").cast("int"),
                                           F.col("at").cast("timestamp_ntz"))

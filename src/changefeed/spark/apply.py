@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,7 @@ class ApplyOptions:
     on_ddl_error: str = "stop"  # stop | skip
     json_as_variant: bool = False
     ddl_definitions: bool = True  # the protocol's DDL carry table definitions (the avro protocol's do not)
+    text_dialect: str = "text"  # how images hold values: "text" (types.text_of) or "canal" (canal-json's own)
 
 
 class ChangeApplier:
@@ -140,6 +142,7 @@ class ChangeApplier:
         self.defs: dict[tuple[str, str], TableInfo] = {}
         self.pending: dict[tuple[int, str], Ddl] = {}
         self._versions: dict[str, int] = {}
+        self._defs_ts = 0  # the commit ts of the latest DDL the definitions include
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -228,11 +231,22 @@ class ChangeApplier:
                 self.applied_ts = last[0]["applied_ts"]
                 self.watermarks = orjson.loads(last[0]["watermarks"])
         if self.exists(self.bronze):
-            defs = (self.spark.read.format("delta").load(self.bronze)
-                    .where("table_def IS NOT NULL OR kind = 'ddl'")
-                    .select(*self._ctrl_columns())
-                    .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
-            self._learn(defs)
+            self._learn(self._ctrl_rows(self.spark.read.format("delta").load(self.bronze)))
+
+    def _ctrl_rows(self, rows: DataFrame) -> list[Any]:
+        """What the driver learns from changes: DDL and BOOTSTRAP (and truncates the user marks) in order,
+        and each table shape the row messages carried (once per shape, not once per row)."""
+        from pyspark.sql import functions as F
+
+        cond = "kind IN ('ddl', 'bootstrap')"
+        if self.o.apply_as_truncates:
+            cond += f" OR coalesce({self.o.apply_as_truncates}, false)"
+        ctrl = (rows.where(cond).select(*self._ctrl_columns())
+                .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
+        shapes = (rows.where("kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL")
+                  .groupBy("table_def").agg(F.min("commit_ts").alias("commit_ts"))
+                  .orderBy("commit_ts").collect())
+        return [*({"kind": "insert", "table_def": r["table_def"], "_truncate": False} for r in shapes), *ctrl]
 
     def _ctrl_columns(self) -> list[Any]:
         from pyspark.sql import functions as F
@@ -254,18 +268,22 @@ class ChangeApplier:
                     # the same DDL from several partitions: keep the copy that carries the most definition
                     if have is None or _richness(d) > _richness(have):
                         self.pending[(d.commit_ts, d.query)] = d
-                else:
+                elif d.commit_ts > self._defs_ts:
                     self._learn_ddl(d)
+                # else: a redelivered DDL, older than the definitions held: it must not roll them back
             elif r["table_def"] and r["kind"] in ("insert", "update", "delete", "bootstrap"):
                 t = table_from_json(orjson.loads(r["table_def"]))
                 key = (t.schema, t.table)
                 have = self.defs.get(key)
-                # a definition from DDL or BOOTSTRAP wins over one a row message implied (fewer facts)
-                if have is None or r["kind"] == "bootstrap" or (
-                        have.version is not None and t.version is not None and t.version > have.version):
+                # a newer schema version wins; at the same version BOOTSTRAP (all facts) wins over what a row
+                # message implied; an older one (a redelivered message) never rolls the definition back
+                if have is None or (t.version is not None and (
+                        have.version is None or t.version > have.version
+                        or (r["kind"] == "bootstrap" and t.version == have.version))):
                     self.defs[key] = t
 
     def _learn_ddl(self, d: Ddl) -> None:
+        self._defs_ts = max(self._defs_ts, d.commit_ts)
         renamed = d.before is not None and d.after is not None and d.after.table and (
             (d.before.schema, d.before.table) != (d.after.schema, d.after.table))
         if d.before is not None and d.before.table and (renamed or d.ddl_type in ("ActionDropTable", "ActionDropView")):
@@ -316,21 +334,22 @@ class ChangeApplier:
              .option("txnVersion", batch_id).save(self.dead))
             rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
                 "txnVersion", batch_id).save(self.bronze)
-            agg = changes.groupBy("kind").agg(F.count("*").alias("n"), F.max("commit_ts").alias("ts")).collect()
-            counts = {r["kind"]: r["n"] for r in agg}
+            # one job: counts, the latest commit ts, and each partition's watermark (not one row per watermark)
+            agg = changes.groupBy("kind", "topic", "partition").agg(F.count("*").alias("n"),
+                                                                    F.max("commit_ts").alias("ts")).collect()
+            counts: Counter[str] = Counter()
+            for r in agg:
+                counts[r["kind"]] += r["n"]
             rep.max_ts = max((r["ts"] or 0 for r in agg if r["kind"] in ("insert", "update", "delete")), default=0)
+            marks = [(f"{r['topic']}/{r['partition']}", r["ts"]) for r in agg if r["kind"] == "watermark"]
             rep.errors = counts.get("error", 0)
             rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
-            ctrl = (rows.where("kind IN ('watermark', 'ddl', 'bootstrap') OR table_def IS NOT NULL")
-                    .select(*self._ctrl_columns())
-                    .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
+            ctrl = self._ctrl_rows(rows)
         finally:
             changes.unpersist()
-        for r in ctrl:
-            if r["kind"] == "watermark":
-                k = f"{r['topic']}/{r['partition']}"
-                self.watermarks[k] = max(self.watermarks.get(k, 0), r["commit_ts"])
-        self._learn([r for r in ctrl if r["kind"] != "watermark"])
+        for k, ts in marks:
+            self.watermarks[k] = max(self.watermarks.get(k, 0), ts)
+        self._learn(ctrl)
         if self.o.watermarks:
             hi = self.global_watermark()
             rep.watermark = hi
@@ -529,15 +548,17 @@ class ChangeApplier:
         from pyspark.sql import functions as F
 
         by = t.by_name
-        return [typed(F.col(n), by[k].type, json_as_variant=self.o.json_as_variant).alias(n) if k in by else F.col(n)
-                for k, n in zip(keys, key_names, strict=True)]
+        return [typed(F.col(n), by[k].type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
+                .alias(n) if k in by else F.col(n) for k, n in zip(keys, key_names, strict=True)]
 
     def _value(self, t: TableInfo, name: str, img: str = "s.__img") -> Column:
         from pyspark.sql import functions as F
 
         col = t.by_name.get(name)
         text = F.col(img)[name]
-        return typed(text, col.type, json_as_variant=self.o.json_as_variant) if col is not None else text
+        if col is None:
+            return text
+        return typed(text, col.type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
 
     def _merge_scd1(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
         from delta.tables import DeltaTable

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import build_config
 from .apply import ApplyOptions, BatchReport, ChangeApplier
+from .canal_jvm import decode_canal, jvm_decodable
 from .decode import decode
 from .source import Source, parse_source, read_raw
 
@@ -40,7 +41,7 @@ def default_store(source: Source) -> str:
 def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[str, str] | None = None, *,
                  streaming: bool = True, schema_store: str | None = None,
                  max_records_per_trigger: int | None = None,
-                 kafka_options: dict[str, str] | None = None) -> DataFrame:
+                 kafka_options: dict[str, str] | None = None, jvm_decode: bool = True) -> DataFrame:
     """Decoded changes of a stream (`kafka://host:port/topic` or `file:///folder/topic`), one row per change:
     source position, database, table, kind, commit_ts, schema version, before/after images (text maps),
     DDL, watermark; undecodable messages as kind='error' rows with their bytes and the reason."""
@@ -48,8 +49,15 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     build_config(protocol, dict(options or {}))  # bad options fail here, not in a task
     raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
                    kafka_options=kafka_options)
-    df = decode(raw, protocol, options, schema_store or default_store(src))
-    df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {})}  # type: ignore[attr-defined]
+    store = schema_store or default_store(src)
+    dialect = "text"
+    if protocol == "canal-json" and jvm_decode and jvm_decodable(options):
+        df = decode_canal(raw, options, store)  # rows and watermarks by from_json; DDL in Python
+        dialect = "canal"
+    else:
+        df = decode(raw, protocol, options, store)
+    df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {}),  # type: ignore[attr-defined]
+                      "dialect": dialect}
     return df
 
 
@@ -74,7 +82,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
                         except_column_list=except_column_list, track_history_column_list=track_history_column_list,
                         watermarks=watermarks, on_ddl_error=on_ddl_error,
-                        ddl_definitions=not info or info["protocol"] != "avro")
+                        ddl_definitions=not info or info["protocol"] != "avro",
+                        text_dialect=info.get("dialect", "text") if info else "text")
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

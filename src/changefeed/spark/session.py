@@ -57,7 +57,9 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("SPARK_MASTER", "local[2]"))
+    builder = SparkSession.builder.appName(app_name)
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit, its --master stands
+        builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
     settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **(conf or {})}
     for k, v in settings.items():
         builder = builder.config(k, v)

@@ -70,11 +70,18 @@ def text_of(ct: ColumnType) -> Callable[[Any], str | None]:
     return lambda v: None if v is None else str(v)
 
 
-def typed(text: Column, ct: ColumnType, *, json_as_variant: bool = False) -> Column:
+def typed(text: Column, ct: ColumnType, *, json_as_variant: bool = False, dialect: str = "text") -> Column:
     """The Spark value of a column's text (see `text_of`): a JVM expression, no Python per row.
 
-    Values Spark cannot hold (MySQL's zero dates) become NULL rather than failing the batch."""
+    `dialect="canal"` reads canal-json's own value text instead (binary as ISO-8859-1 characters, ENUM as
+    its index, SET as its bitmask: what the JVM decoder keeps). Values Spark cannot hold (MySQL's zero
+    dates) become NULL rather than failing the batch."""
     st = spark_type(ct, json_as_variant=json_as_variant)
+    if dialect == "canal":
+        if isinstance(st, T.BinaryType):
+            return F.encode(text, "ISO-8859-1")
+        if ct.family in (Family.ENUM, Family.SET) and ct.elements:
+            return _canal_enum_set(text, ct)
     if isinstance(st, T.StringType):
         return text
     if isinstance(st, T.BinaryType):
@@ -86,3 +93,17 @@ def typed(text: Column, ct: ColumnType, *, json_as_variant: bool = False) -> Col
     if isinstance(st, T.TimestampType):  # the text is UTC wall-clock time, whatever the session's zone
         return F.concat(text, F.lit("Z")).try_cast(st)
     return text.try_cast(st)
+
+
+def _canal_enum_set(text: Column, ct: ColumnType) -> Column:
+    """ENUM index / SET bitmask (canal-json's text) to the names; a text that is not a number is a name."""
+    names = F.array(*[F.lit(e) for e in ct.elements])
+    n = text.try_cast("long")
+    if ct.family is Family.ENUM:
+        value = F.when(n == 0, F.lit("")).otherwise(F.element_at(names, n.cast("int")))
+    else:
+        bits = F.array(*[F.when(F.shiftrightunsigned(n, i).bitwiseAND(1) == 1, F.lit(e))
+                         for i, e in enumerate(ct.elements)])
+        picked = F.filter(bits, lambda e: e.isNotNull())
+        value = F.array_join(picked, ",")
+    return F.when(text.rlike("^[0-9]+$"), value).otherwise(text)

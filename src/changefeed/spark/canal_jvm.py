@@ -1,0 +1,79 @@
+"""canal-json decoded on the JVM: `from_json` with the message's explicit schema, no Python per message.
+
+Row and WATERMARK messages (nearly all of a stream) become change rows with Spark SQL alone. Their images
+keep canal-json's own value text (binary as ISO-8859-1 characters, ENUM/SET as index/bitmask), which
+`types.typed(..., dialect="canal")` reads. Everything else — DDL (their table definitions come from
+replaying the statement, which needs the previous definition: Python's SchemaTracker), messages that do not
+parse, claim-check references — goes through the Python decoder (`decode.py`) in the same micro-batch, so a
+bad message still lands in the dead-letter table with its bytes and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..config import build_config
+from .decode import decode
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+MESSAGE_SCHEMA = ("id long, database string, `table` string, pkNames array<string>, isDdl boolean, type string, "
+                  "es long, ts long, `sql` string, sqlType map<string,int>, mysqlType map<string,string>, "
+                  "data array<map<string,string>>, old array<map<string,string>>, "
+                  "_tidb struct<commitTs: long, watermarkTs: long, claimCheckLocation: string>")
+
+# a message the JVM takes: a well-formed row message (one image per data row) or a watermark
+_JVM_ROW = """m IS NOT NULL AND coalesce(m.isDdl, false) = false AND m._tidb.claimCheckLocation IS NULL AND (
+  (m.type = 'TIDB_WATERMARK' AND m._tidb.watermarkTs IS NOT NULL)
+  OR (m.type IN ('INSERT', 'DELETE', 'UPDATE') AND size(m.data) > 0 AND m.mysqlType IS NOT NULL
+      AND (m._tidb.commitTs IS NOT NULL OR m.es IS NOT NULL)
+      AND (m.type <> 'UPDATE' OR size(m.old) = size(m.data))
+      AND forall(m.data, r -> r IS NOT NULL AND forall(map_keys(r), k -> map_contains_key(m.mysqlType, k)))))"""
+
+# the table as this message shows it (columns in data order, types from mysqlType, key from pkNames)
+_TABLE_DEF = """to_json(named_struct(
+  'schema', m.database, 'table', m.`table`,
+  'columns', transform(map_keys(m.data[0]), k -> named_struct(
+      'name', k, 'mysqlType', m.mysqlType[k], 'primaryKey', array_contains(coalesce(m.pkNames, array()), k))),
+  'indexes', CASE WHEN size(m.pkNames) > 0 THEN array(named_struct('name', 'PRIMARY', 'primary', true,
+                                                                    'unique', true, 'columns', m.pkNames))
+                  ELSE array() END))"""
+
+
+def jvm_decodable(options: dict[str, str] | None) -> bool:
+    """Whether the JVM can read this stream's row messages (not compressed, no claim-check handling)."""
+    cfg = build_config("canal-json", dict(options or {}))
+    return cfg.large_message_handle_compression == "none" and cfg.large_message_handle_option == "none"
+
+
+def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | None) -> DataFrame:
+    """CHANGES_SCHEMA rows of canal-json messages: rows and watermarks on the JVM, the rest in Python."""
+    from pyspark.sql import functions as F
+
+    parsed = raw.withColumn("m", F.from_json(F.col("value").cast("string"), MESSAGE_SCHEMA))
+    jvm = F.expr(_JVM_ROW)
+    rest = parsed.where(~jvm | jvm.isNull()).select("topic", "partition", "offset", "key", "value")
+    fast = parsed.where(jvm)
+    marks = fast.where("m.type = 'TIDB_WATERMARK'").select(
+        "topic", "partition", "offset", F.lit(0).alias("idx"), F.lit("watermark").alias("kind"),
+        F.lit(None).cast("string").alias("database"), F.lit(None).cast("string").alias("table"),
+        F.col("m._tidb.watermarkTs").alias("commit_ts"), F.lit(None).cast("long").alias("schema_version"),
+        F.lit(None).cast("string").alias("position"),
+        F.lit(None).cast("map<string,string>").alias("before"), F.lit(None).cast("map<string,string>").alias("after"),
+        *[F.lit(None).cast("string").alias(c) for c in ("ddl", "ddl_type", "table_def", "pre_table_def", "error")],
+        F.lit(None).cast("binary").alias("key"), F.lit(None).cast("binary").alias("value"))
+    rows = fast.where("m.type <> 'TIDB_WATERMARK'").select(
+        "*", F.posexplode("m.data").alias("idx", "row")).select(
+        "topic", "partition", "offset", F.col("idx").cast("int").alias("idx"),
+        F.lower("m.type").alias("kind"), F.col("m.database").alias("database"), F.col("m.table").alias("table"),
+        F.coalesce("m._tidb.commitTs", F.shiftleft("m.es", 18)).alias("commit_ts"),
+        F.lit(None).cast("long").alias("schema_version"), F.lit(None).cast("string").alias("position"),
+        F.expr("CASE m.type WHEN 'DELETE' THEN row WHEN 'UPDATE' THEN m.old[idx] END").alias("before"),
+        F.expr("CASE WHEN m.type <> 'DELETE' THEN row END").alias("after"),
+        F.lit(None).cast("string").alias("ddl"), F.lit(None).cast("string").alias("ddl_type"),
+        F.expr(_TABLE_DEF).alias("table_def"), F.lit(None).cast("string").alias("pre_table_def"),
+        F.lit(None).cast("string").alias("error"), F.lit(None).cast("binary").alias("key"),
+        F.lit(None).cast("binary").alias("value"))
+    slow = decode(rest, "canal-json", options, store)
+    return rows.unionByName(marks).unionByName(slow)
