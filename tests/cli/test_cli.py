@@ -123,8 +123,8 @@ def test_debug_shows_traceback():
 
 def test_roundtrip(tmp_path: Path):
     env = dict(os.environ, COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "roundtrip", "--out", str(tmp_path)], capture_output=True,
-                       timeout=120, env=env)
+    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "roundtrip", "--out", str(tmp_path)],
+                       capture_output=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert b"round trip" in r.stdout and b"8 events equal after decoding" in r.stdout  # watermarks need _tidb
     assert (tmp_path / "canal-json.messages.jsonl").exists()

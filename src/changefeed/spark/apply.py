@@ -24,7 +24,8 @@ import orjson
 
 from ..errors import ChangefeedError
 from ..eventline import table_from_json
-from ..model import TableInfo
+from ..model import Column as ModelColumn
+from ..model import Index, TableInfo
 from .types import table_schema, text_of, typed
 
 if TYPE_CHECKING:
@@ -57,6 +58,18 @@ def _renamed_from(query: str) -> tuple[str | None, str] | None:
 
 class ApplyError(ChangefeedError):
     """A change or DDL the lake cannot take; the pipeline stops here (the changelog keeps it)."""
+
+
+def _table_of(table_def: str) -> TableInfo:
+    """A table definition as a change row carries it: an event-line table, or the shape canal-json's JVM
+    decoder writes (its `mysqlType` map in column order and `pkNames`)."""
+    obj = orjson.loads(table_def)
+    if "mysqlType" not in obj:
+        return table_from_json(obj)
+    pk = obj.get("pkNames") or []
+    cols = [ModelColumn(n, mt, primary_key=n in pk) for n, mt in obj["mysqlType"].items()]
+    return TableInfo(obj["schema"], obj["table"], columns=cols,
+                     indexes=[Index("PRIMARY", list(pk), primary=True, unique=True)] if pk else [])
 
 
 def _richness(d: Ddl) -> tuple[bool, bool]:
@@ -143,6 +156,7 @@ class ChangeApplier:
         self.pending: dict[tuple[int, str], Ddl] = {}
         self._versions: dict[str, int] = {}
         self._defs_ts = 0  # the commit ts of the latest DDL the definitions include
+        self._known: dict[tuple[str, str], dict[str, ModelColumn]] = {}  # every column a table's name has had
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -272,7 +286,7 @@ class ChangeApplier:
                     self._learn_ddl(d)
                 # else: a redelivered DDL, older than the definitions held: it must not roll them back
             elif r["table_def"] and r["kind"] in ("insert", "update", "delete", "bootstrap"):
-                t = table_from_json(orjson.loads(r["table_def"]))
+                t = _table_of(r["table_def"])
                 key = (t.schema, t.table)
                 have = self.defs.get(key)
                 # a newer schema version wins; at the same version BOOTSTRAP (all facts) wins over what a row
@@ -280,7 +294,13 @@ class ChangeApplier:
                 if have is None or (t.version is not None and (
                         have.version is None or t.version > have.version
                         or (r["kind"] == "bootstrap" and t.version == have.version))):
-                    self.defs[key] = t
+                    self._set_def(key, t)
+
+    def _set_def(self, key: tuple[str, str], t: TableInfo) -> None:
+        self.defs[key] = t
+        known = self._known.setdefault(key, {})
+        for c in t.columns:
+            known[c.name] = c
 
     def _learn_ddl(self, d: Ddl) -> None:
         self._defs_ts = max(self._defs_ts, d.commit_ts)
@@ -291,7 +311,7 @@ class ChangeApplier:
         if d.ddl_type in ("ActionDropTable", "ActionDropView") and d.database and d.table:
             self.defs.pop((d.database, d.table), None)
         if d.after is not None and d.after.columns:
-            self.defs[(d.after.schema, d.after.table)] = d.after
+            self._set_def((d.after.schema, d.after.table), d.after)
 
     def next_batch_id(self) -> int:
         """For changes applied as a batch: one more than the last batch the lake recorded."""
@@ -466,17 +486,21 @@ class ChangeApplier:
         found = rows.where(F.col("table_def").isNotNull()).select("table_def").limit(1).collect()
         if not found:
             raise ApplyError(f"no definition of table {db}.{tbl} in the stream (no DDL, BOOTSTRAP or typed row)")
-        t = self.defs[(db, tbl)] = table_from_json(orjson.loads(found[0]["table_def"]))
+        t = _table_of(found[0]["table_def"])
+        self._set_def((db, tbl), t)
         return t
 
     def _columns(self, t: TableInfo) -> list[str]:
         keys = set(self._keys(t))
-        names = [c.name for c in t.columns]
-        if self.o.column_list is not None:
-            names = [n for n in names if n in self.o.column_list or n in keys]
-        if self.o.except_column_list is not None:
-            names = [n for n in names if n not in self.o.except_column_list or n in keys]
-        return names
+        return [c.name for c in t.columns if self._selected(c.name, keys)]
+
+    def _selected(self, name: str, keys: set[str]) -> bool:
+        """column_list / except_column_list (key columns always kept)."""
+        if name in keys:
+            return True
+        if self.o.column_list is not None and name not in self.o.column_list:
+            return False
+        return self.o.except_column_list is None or name not in self.o.except_column_list
 
     def _keys(self, t: TableInfo) -> list[str]:
         if self.o.keys:
@@ -509,8 +533,11 @@ class ChangeApplier:
             return False  # this table already holds these rows (a replay after a crash)
         t = self._definition(db, tbl, rows)
         self.create(t, path)
-        target_cols = set(self.spark.read.format("delta").load(path).columns)
-        cols = [c for c in self._columns(t) if c in target_cols]
+        # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
+        # messages of the same micro-batch (a column renamed after them still has its old name in the lake)
+        keys = set(self._keys(t))
+        cols = [c for c in self.spark.read.format("delta").load(path).columns
+                if c not in (START_AT, END_AT) and self._selected(c, keys)]
         if self.o.scd_type == 1:
             self._merge_scd1(t, path, rows, cols, version)
         else:
@@ -554,7 +581,7 @@ class ChangeApplier:
     def _value(self, t: TableInfo, name: str, img: str = "s.__img") -> Column:
         from pyspark.sql import functions as F
 
-        col = t.by_name.get(name)
+        col = t.by_name.get(name) or self._known.get((t.schema, t.table), {}).get(name)
         text = F.col(img)[name]
         if col is None:
             return text
