@@ -574,7 +574,7 @@ class _RunBars:
 
     def __init__(self, bar: Progress, transactions: int) -> None:
         self.bar = bar
-        self.t0 = time.monotonic()
+        self.first: float | None = None
         self.produce = bar.add_task("produce", total=None, info="starting Spark")
         self.apply = bar.add_task("apply", total=None, info="")
         self.verify = bar.add_task("verify", total=1, info="", visible=False)
@@ -586,7 +586,9 @@ class _RunBars:
             self.bar.update(self.verify, visible=True, info="comparing the lake with upstream")
 
     def produced(self, events: int) -> None:
-        secs = max(time.monotonic() - self.t0, 1e-9)
+        if self.first is None:
+            self.first = time.monotonic()
+        secs = max(time.monotonic() - self.first, 1e-9)
         self.bar.update(self.produce, info=f"{events:,} events ({events / secs:,.0f}/s)")
 
     def batch(self, rep: object, changes_total: int) -> None:
