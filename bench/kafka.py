@@ -11,6 +11,7 @@ left between the two is our encoder, router and watermarks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from canal_json import make_events, print_table
@@ -56,19 +58,25 @@ def start_broker(data: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.3)
 
 
+@contextlib.contextmanager
+def broker(brokers: str | None, data: Path) -> Iterator[str]:
+    """`brokers` if given, else a broker of our own (data in `data`) for the block's duration."""
+    if brokers is not None:
+        yield brokers
+        return
+    proc, own = start_broker(data)
+    try:
+        yield own
+    finally:
+        gc.collect()  # the producers (in reference cycles with their callbacks) go before the broker
+        proc.terminate()
+        proc.wait(30)
+
+
 def run(n: int, brokers: str | None = None) -> list[dict]:
     events = make_events(n)
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = None
-        if brokers is None:
-            proc, brokers = start_broker(Path(tmp))
-        try:
-            return _measure(events, brokers)
-        finally:
-            if proc is not None:
-                gc.collect()  # the producers (in reference cycles with their callbacks) go before the broker
-                proc.terminate()
-                proc.wait(30)
+    with tempfile.TemporaryDirectory() as tmp, broker(brokers, Path(tmp)) as where:
+        return _measure(events, where)
 
 
 def _warm_up(transport: KafkaTransport, topic: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ from changefeed.model import Column, Event, Index, Kind, TableInfo  # noqa: E402
 from changefeed.produce import Producer  # noqa: E402
 from changefeed.sink import resolve  # noqa: E402
 from changefeed.transport.kafka import KafkaTransport  # noqa: E402
-from kafka import start_broker  # noqa: E402
+from kafka import broker  # noqa: E402
 
 TABLE = TableInfo("bench", "t", columns=[
     Column("id", "bigint", nullable=False), Column("name", "varchar(32)"), Column("amount", "decimal(12,2)"),
@@ -127,29 +126,20 @@ def run(n: int, batches: int, brokers: str | None = None) -> list[dict]:
     from changefeed.spark import spark_session
 
     evs = events(n)
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = None
-        if brokers is None:
-            proc, brokers = start_broker(Path(tmp))
-        try:
-            topic = f"spark_bench_{uuid.uuid4().hex[:8]}"
-            produce(evs, brokers, topic)
-            del evs
-            spark = spark_session("local[2]", "changefeed-bench")
-            spark.sparkContext.setLogLevel("ERROR")
-            per_batch = n // batches + 1
-            lake_a, lake_b = Path(tmp) / "ours", Path(tmp) / "naive"
-            t_ours = ours(spark, brokers, topic, lake_a, per_batch)
-            t_naive = naive(spark, brokers, topic, lake_b, per_batch)
-            a = spark.read.format("delta").load(str(lake_a / "bench/t"))
-            b = spark.read.format("delta").load(str(lake_b / "bench/t"))
-            if a.count() != b.count() or a.exceptAll(b.select(*a.columns)).count():
-                raise RuntimeError("the two pipelines ended with different tables")
-            shutil.rmtree(lake_a, ignore_errors=True)
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(30)
+    with tempfile.TemporaryDirectory() as tmp, broker(brokers, Path(tmp)) as where:
+        topic = f"spark_bench_{uuid.uuid4().hex[:8]}"
+        produce(evs, where, topic)
+        del evs
+        spark = spark_session("local[2]", "changefeed-bench")
+        spark.sparkContext.setLogLevel("ERROR")
+        per_batch = n // batches + 1
+        lake_a, lake_b = Path(tmp) / "ours", Path(tmp) / "naive"
+        t_ours = ours(spark, where, topic, lake_a, per_batch)
+        t_naive = naive(spark, where, topic, lake_b, per_batch)
+        a = spark.read.format("delta").load(str(lake_a / "bench/t"))
+        b = spark.read.format("delta").load(str(lake_b / "bench/t"))
+        if a.count() != b.count() or a.exceptAll(b.select(*a.columns)).count():
+            raise RuntimeError("the two pipelines ended with different tables")
     return [{"name": "Kafka->Delta SCD1 (local[2])", "rows_per_s": n / t_ours, "mb_per_s": 0.0,
              "baseline": "pickled UDF + json.loads + MERGE", "baseline_rows_per_s": n / t_naive, "target": 80_000}]
 
