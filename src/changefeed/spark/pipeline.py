@@ -63,7 +63,7 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
         def decoder(r: DataFrame) -> DataFrame:
             return decode(r, protocol, options, store)
     df = decoder(raw)
-    # apply_changes decodes each micro-batch from its raw records itself, read once and cached (the JVM
+    # with the JVM decoder, apply_changes decodes each micro-batch from its raw records itself, cached (the
     # decoder reads them in two passes: rows by from_json, the rest in Python)
     df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {}),  # type: ignore[attr-defined]
                       "dialect": dialect, "raw": raw, "decoder": decoder}
@@ -99,7 +99,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         return applier.process(changes, applier.next_batch_id())
     if not checkpoint:
         raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
-    if info.get("raw") is not None:
+    if info.get("dialect") == "canal":  # the JVM decoder reads each micro-batch twice: cache its records
         decoder = info["decoder"]
 
         def from_raw(batch: DataFrame, batch_id: int) -> BatchReport:
