@@ -560,7 +560,7 @@ def run(
 
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       console=err, transient=False) as bar:
-            hooks = _RunBars(bar, transactions)
+            hooks = _RunBars(bar)
             spark = spark_session(master)
             spark.sparkContext.setLogLevel("ERROR")
             rep = run_job(spark, ro, hooks)
@@ -572,7 +572,7 @@ def run(
 class _RunBars:
     """Progress bars per stage for `run`."""
 
-    def __init__(self, bar: Progress, transactions: int) -> None:
+    def __init__(self, bar: Progress) -> None:
         self.bar = bar
         self.first: float | None = None
         self.produce = bar.add_task("produce", total=None, info="starting Spark")
