@@ -449,7 +449,8 @@ def consume(
 @app.command()
 def verify(
     lake: Annotated[str, typer.Option("--lake", help="the lake changefeed consume wrote")],
-    against: Annotated[str, typer.Option("--against", help="event lines FILE, or a stream URI to decode")],
+    against: Annotated[str, typer.Option("--against", help="event lines FILE, a stream URI to decode, or "
+                                                          "mysql://user:pass@host:port/?tables=db.* (live tables)")],
     protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="the stream's protocol")] = None,
     option: OptionOpt = None,
     master: Annotated[str | None, typer.Option(help="Spark master")] = None,
@@ -457,11 +458,17 @@ def verify(
 ) -> None:
     """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
     with _reported(debug):
+        from .mysql.uri import is_mysql_uri
         from .spark import spark_session
         from .spark.verify import expected_from
         from .spark.verify import verify as run_verify
 
-        if "://" in against:
+        if is_mysql_uri(against):  # the live tables, read consistently now
+            from .mysql.source import live_state
+            from .mysql.uri import parse_mysql_uri
+
+            expected, _ = live_state(parse_mysql_uri(against))
+        elif "://" in against:
             proto, opts = _codec_opts(against, protocol, option)
             expected = expected_from(against.split("?", 1)[0], proto, opts)
         else:
@@ -469,7 +476,7 @@ def verify(
         spark = spark_session(master)
         spark.sparkContext.setLogLevel("ERROR")
         rep = run_verify(spark, lake, expected)
-        table = Table(title=f"{lake} against {against}")
+        table = Table(title=f"{lake} against {_no_password(against)}")
         for col in ("table", "upstream rows", "lake rows", "missing", "extra", "checksum", "result"):
             table.add_column(col)
         for t in rep.tables:
@@ -484,6 +491,55 @@ def verify(
             err.print("verification FAILED", highlight=False)
             raise typer.Exit(1)
         err.print(f"verification passed: {len(rep.tables)} tables equal upstream", highlight=False)
+
+
+def _no_password(uri: str) -> str:
+    import re
+
+    return re.sub(r"^(\w+://[^:/@]*):[^@/]*@", r"\1@", uri)
+
+
+@app.command()
+def capture(
+    source: Annotated[str, typer.Option("--source", help="mysql://user:pass@host:port/?server-id=N&tables=db.*"
+                                                         "&checkpoint=FILE")],
+    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///…")],
+    checkpoint: Annotated[Path | None, typer.Option(help="the binlog position file (default: the URI's "
+                                                         "checkpoint=, else changefeed-capture.checkpoint.json)")
+                          ] = None,
+    follow: Annotated[bool, typer.Option("--follow/--no-follow", help="wait for new changes at the binlog's end"
+                                         )] = True,
+    idle_exit: Annotated[float | None, typer.Option(help="with --follow: stop after this many seconds with "
+                                                         "nothing new")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="changefeed TOML (TiCDC's keys)")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Capture a MySQL/MariaDB binlog into a TiCDC-format stream; resumes from its checkpoint (at-least-once)."""
+    with _reported(debug):
+        from .mysql.capture import capture as run_capture
+        from .mysql.uri import parse_mysql_uri
+
+        uri = parse_mysql_uri(source)
+        if checkpoint is not None:
+            uri.checkpoint = checkpoint
+        if uri.checkpoint is None:
+            uri.checkpoint = Path("changefeed-capture.checkpoint.json")
+        started = uri.checkpoint.exists()
+        err.print(f"capturing {uri.where} ({', '.join(uri.tables)}) into {_no_password(sink_uri)}, "
+                  + (f"resuming from {uri.checkpoint}" if started else
+                     f"from now{' after a snapshot' if uri.snapshot else ''}; checkpoint {uri.checkpoint}"),
+                  highlight=False)
+
+        def progress(rep: object) -> None:
+            err.print(f"{getattr(rep, 'transactions', 0):,} transactions, {getattr(rep, 'events', 0):,} events; "
+                      f"acknowledged up to {getattr(rep, 'position', '')}", highlight=False)
+
+        rep = run_capture(uri, sink_uri, follow=follow, config=config, idle_exit_s=idle_exit,
+                          on_progress=progress if debug else None)
+        rate = rep.events / rep.seconds if rep.seconds > 0 else 0
+        err.print(f"captured {rep.transactions:,} transactions, {rep.events:,} events -> {rep.messages:,} messages "
+                  f"in {rep.seconds:.1f} s ({rate:,.0f} events/s); checkpoint at {rep.position or '-'}",
+                  highlight=False)
 
 
 @app.command()
@@ -525,7 +581,9 @@ def run(
     option: OptionOpt = None,
     sink_uri: Annotated[str | None, typer.Option(
         "--sink-uri", help="kafka://host:port/topic?protocol=... (default: files under --work)")] = None,
-    source: Annotated[str, typer.Option(help="workload, or a file of event lines")] = "workload",
+    source: Annotated[str, typer.Option(help="workload, a file of event lines, or "
+                                             "mysql://user:pass@host:port/?tables=db.* (a live server's binlog)")
+                      ] = "workload",
     transactions: Annotated[int, typer.Option(help="workload transactions")] = 1000,
     seed: Annotated[int, typer.Option(help="workload seed")] = 1,
     work: Annotated[Path, typer.Option(help="folder for the stream, the lake and the report")] = Path(

@@ -32,7 +32,7 @@ class RunOptions:
     options: dict[str, str] = field(default_factory=lambda: {"enable-tidb-extension": "true"})
     sink_uri: str | None = None  # default: file://<work>/stream/changes, 3 partitions
     work: Path = Path("changefeed-run")
-    source: str = "workload"  # or a file of event lines
+    source: str = "workload"  # or a file of event lines, or mysql://user:pass@host:port/?tables=db.*
     transactions: int = 1000
     seed: int = 1
     scd: int = 1
@@ -94,6 +94,24 @@ def default_sink(opts: RunOptions) -> str:
         (f"&{q}" if q else "")
 
 
+TABLE_PER_TOPIC = ("avro", "debezium-avro")
+
+
+def table_topics(sink_uri: str, protocol: str, opts: RunOptions) -> tuple[str | None, str]:
+    """The Avro protocols write one topic per table: unless the user's TOML routes tables, a changefeed TOML
+    giving each table `<topic>_{schema}_{table}`, and the consumer's source, a pattern taking every topic of
+    the changefeed (those created mid-stream too). Other protocols: the TOML given and the sink's topic."""
+    base = sink_uri.split("?", 1)[0]
+    if protocol not in TABLE_PER_TOPIC:
+        return (str(opts.config) if opts.config else None), base
+    head, topic = base.rsplit("/", 1)
+    if opts.config is not None:
+        return str(opts.config), base if "*" in topic else f"{head}/*"
+    cfg = opts.work / "changefeed.toml"
+    cfg.write_text("[sink]\ndispatchers = [{matcher = ['*.*'], topic = \"" + topic + "_{schema}_{table}\"}]\n")
+    return str(cfg), f"{head}/{topic}*"
+
+
 def source_events(opts: RunOptions, state_box: list[UpstreamState]) -> Iterator[Event]:
     """The source's events; `state_box[0]` is the upstream state once they are all out."""
     if opts.source == "workload":
@@ -102,6 +120,13 @@ def source_events(opts: RunOptions, state_box: list[UpstreamState]) -> Iterator[
         w = Workload(opts.seed, opts.transactions)
         yield from w
         state_box.append(w.state)
+        return
+    from .mysql.uri import is_mysql_uri
+
+    if is_mysql_uri(opts.source):
+        from .mysql.source import mysql_events
+
+        yield from mysql_events(opts.source, state_box)
         return
     state = UpstreamState()
     reader = EventReader()
@@ -137,10 +162,10 @@ class _Sent:
 
 
 def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunReport, sent: _Sent,
-            on_progress: Callable[[int], None], t0: float) -> None:
+            on_progress: Callable[[int], None], t0: float, config: str | None = None) -> None:
     from .produce import open_producer
 
-    producer, transport, _ = open_producer(sink_uri, opts.config, ddl_to_all_partitions=True,
+    producer, transport, _ = open_producer(sink_uri, config, ddl_to_all_partitions=True,
                                            watermark_interval_ms=opts.watermark_interval_ms)
     start = time.monotonic()
     last_note = 0.0
@@ -176,6 +201,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     sink_uri = opts.sink_uri or default_sink(opts)
     protocol, codec_opts = codec_options(sink_uri)
     opts.work.mkdir(parents=True, exist_ok=True)
+    config, consume_uri = table_topics(sink_uri, protocol, opts)
     lake = str(opts.lake.resolve())
     cp = f"{lake}/_changefeed/checkpoint"
     t0 = time.monotonic()
@@ -186,7 +212,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     # the topic (and its partitions) exist before the consumer starts reading
     from .produce import open_producer
 
-    probe, transport, _ = open_producer(sink_uri, opts.config)
+    probe, transport, _ = open_producer(sink_uri, config)
     transport.partitions(probe.router.default_topic)  # creates a Kafka topic (a file topic's folder exists)
     transport.close()
 
@@ -194,7 +220,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
 
     def producer_thread() -> None:
         try:
-            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0)
+            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0, config)
         except BaseException as e:  # reported by the main thread
             failure.append(e)
 
@@ -209,8 +235,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
         hooks.batch(b, rep.changes)
 
-    base = sink_uri.split("?", 1)[0]
-    changes = read_changes(spark, base, protocol, codec_opts, schema_store=f"{cp}/schemas",
+    changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=f"{cp}/schemas",
                            max_records_per_trigger=opts.max_records_per_trigger)
     worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
     consume_start = time.monotonic()

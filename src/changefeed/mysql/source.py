@@ -18,8 +18,8 @@ from typing import Any
 from ..ddl import action_from_query
 from ..model import Event, Kind, TableInfo
 from ..sqlschema import SchemaError, SchemaTracker
-from ..state import UpstreamState
-from ..tso import PHYSICAL_SHIFT, compose
+from ..state import TableState, UpstreamState, row_key
+from ..tso import compose
 from . import checkpoint as ckpt
 from . import server
 from .checkpoint import Checkpoint, Position
@@ -41,6 +41,7 @@ class Transaction:
     events: list[Event]
     position: Position
     commit_ts: int
+    bootstrap: bool = False  # part of a fresh start: the position is only reached once all of them are out
 
 
 @dataclass
@@ -71,7 +72,7 @@ class BinlogSource:
 
     def __init__(self, uri: MySQLURI, *, resume: Checkpoint | None = None, snapshot: bool | None = None) -> None:
         self.uri = uri
-        self.snapshot = uri.snapshot if snapshot is None else snapshot
+        self.snapshot = bool(uri.snapshot if snapshot is None else snapshot)
         self.ctl = server.connect(uri)
         self.flavor = server.check(self.ctl, uri, snapshot=self.snapshot and resume is None)
         self.metadata_full = server.row_metadata_full(self.ctl)
@@ -111,7 +112,7 @@ class BinlogSource:
                 self.tracker.put(t)
                 ts = self.clock.next(now_ms)
                 ev = Event(kind=Kind.DDL, commit_ts=ts, table=t, query=sql, ddl_type="ActionCreateTable")
-                yield Transaction([ev], pos, ts)
+                yield Transaction([ev], pos, ts, True)
             if read is not None:
                 ts = self.clock.next(now_ms)
                 for _, t in defs:
@@ -120,10 +121,10 @@ class BinlogSource:
                     for r in read.rows(t):
                         batch.append(Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=conv.row(r, None)))
                         if len(batch) >= 1000:  # one commit ts; handed on in pieces to bound memory
-                            yield Transaction(batch, pos, ts)
+                            yield Transaction(batch, pos, ts, True)
                             batch = []
                     if batch:
-                        yield Transaction(batch, pos, ts)
+                        yield Transaction(batch, pos, ts, True)
         finally:
             if read is not None:
                 read.close()
@@ -156,7 +157,7 @@ class BinlogSource:
         # file/pos resume works for both flavors (with is_mariadb=True the reader ignores log_file/log_pos)
         return BinLogStreamReader(
             connection_settings={"host": self.uri.host, "port": self.uri.port, "user": self.uri.user,
-                                 "passwd": self.uri.password},
+                                 "password": self.uri.password},
             server_id=self.uri.server_id, resume_stream=True, blocking=blocking, log_file=pos.file,
             log_pos=pos.pos, only_events=events, slave_heartbeat=1 if blocking else None, enable_logging=False,
             is_mariadb=False)
@@ -346,22 +347,36 @@ def live_state(uri: MySQLURI) -> tuple[UpstreamState, Position]:
             conv = RowConverter(t)
             for r in read.rows(t):
                 row = conv.row(r, None)
-                from ..state import row_key
-
                 st.rows[row_key(t, row)] = row
         return state, read.position
     finally:
         read.close()
 
 
-def _table_state(t: TableInfo) -> Any:
-    from ..state import TableState
-
+def _table_state(t: TableInfo) -> TableState:
     return TableState(t)
+
+
+def mysql_events(source: str, state_box: list[UpstreamState]) -> Iterator[Event]:
+    """`changefeed run`'s source: the captured tables as they are (a snapshot, unless snapshot=false), then the
+    binlog to its end; then one consistent read of the live tables (the expected state), and the binlog up to
+    the position of that read, so the stream ends exactly where the expected state is."""
+    from .uri import parse_mysql_uri
+
+    uri = parse_mysql_uri(source)
+    src = BinlogSource(uri)
+    try:
+        for tx in src.transactions(follow=False):
+            yield from tx.events
+        state, at = live_state(uri)
+        for tx in src.transactions(follow=False, until=at):
+            yield from tx.events
+    finally:
+        src.close()
+    state_box.append(state)
 
 
 def load_checkpoint(uri: MySQLURI) -> Checkpoint | None:
     return ckpt.load(uri.checkpoint) if uri.checkpoint is not None else None
 
 
-__all__ = ["BinlogSource", "CommitClock", "Transaction", "live_state", "load_checkpoint", "PHYSICAL_SHIFT"]

@@ -25,7 +25,7 @@ class MySQLURI:
     password: str = ""
     server_id: int = 1001  # the replica id this capture registers with (must differ from the server's)
     tables: list[str] = field(default_factory=lambda: ["*.*"])
-    snapshot: bool = False  # read the existing rows first (as inserts at one commit ts)
+    snapshot: bool = True  # on a fresh start (no checkpoint), read the existing rows first (inserts, one commit ts)
     checkpoint: Path | None = None  # where the acknowledged binlog position is kept
     flush_interval_ms: int = 1000  # how often the transport is flushed and the position checkpointed
     flavor: str | None = None  # mariadb or mysql (None: asked from the server's version)

@@ -1,0 +1,113 @@
+"""Transactions, commit ts and DDL mid-stream, read from a live MariaDB binlog."""
+
+from __future__ import annotations
+
+import time
+
+from changefeed.model import Kind
+from changefeed.mysql.source import BinlogSource
+from changefeed.mysql.uri import parse_mysql_uri
+from changefeed.tso import logical, physical_ms
+
+from .helpers import drain
+
+
+def test_a_transaction_over_several_tables_has_one_commit_ts(mariadb) -> None:
+    db = mariadb.fresh_db("tx_db")
+    mariadb.run("CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, w VARCHAR(10))",
+                "CREATE TABLE c (id INT PRIMARY KEY)", db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false")))
+    before_ms = int(time.time() * 1000) - 1000
+    conn = mariadb.admin(db)
+    with conn.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO a VALUES (1, 10), (2, 20)")
+        cur.execute("INSERT INTO b VALUES (1, 'x')")
+        cur.execute("UPDATE a SET v = 11 WHERE id = 1")
+        cur.execute("DELETE FROM c")  # nothing to delete: no rows
+        cur.execute("INSERT INTO c VALUES (7)")
+        cur.execute("COMMIT")
+        cur.execute("INSERT INTO a VALUES (3, 30)")  # autocommit: a transaction of its own
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO b VALUES (2, 'y')")
+        cur.execute("ROLLBACK")  # never in the binlog
+        for i in range(20):  # many transactions within one second: the logical counter keeps ts increasing
+            cur.execute(f"INSERT INTO c VALUES ({100 + i})")
+    conn.close()
+    after_ms = int(time.time() * 1000) + 1000
+    txs = [(ts, evs) for ts, evs in drain(src) if any(e.kind is not Kind.DDL for e in evs)]
+    src.close()
+    first_ts, first = txs[0]
+    assert [(e.kind, e.table.table) for e in first] == [
+        (Kind.INSERT, "a"), (Kind.INSERT, "a"), (Kind.INSERT, "b"), (Kind.UPDATE, "a"), (Kind.INSERT, "c")]
+    assert {e.commit_ts for e in first} == {first_ts}
+    assert first[3].before == {"id": 1, "v": 10} and first[3].after == {"id": 1, "v": 11}
+    assert [e.after for e in txs[1][1]] == [{"id": 3, "v": 30}]
+    assert len(txs) == 2 + 20  # the rolled back one is not there
+    assert all(e.table.table != "b" or e.after["id"] != 2 for _, evs in txs for e in evs)
+    ts = [t for t, _ in txs]
+    assert ts == sorted(ts) and len(set(ts)) == len(ts), "commit ts strictly increase"
+    for t in ts:  # the commit time, in ms (the binlog has seconds), << 18, plus a logical counter
+        assert before_ms - 1000 <= physical_ms(t) <= after_ms
+    # 20 commits within about a second share their physical part: the logical counter orders them
+    assert max(logical(t) for t in ts) >= 1
+
+
+def test_ddl_mid_stream_with_definitions_before_and_after(mariadb) -> None:
+    db = mariadb.fresh_db("ddl_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10), b INT)", "INSERT INTO t VALUES (1, 'one', 1)",
+                db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false")))
+    mariadb.run(
+        "ALTER TABLE t ADD COLUMN c DECIMAL(5,2) DEFAULT 1.25",
+        "INSERT INTO t VALUES (2, 'two', 2, 2.50)",
+        "ALTER TABLE t DROP COLUMN b",
+        "UPDATE t SET a = 'uno' WHERE id = 1",
+        "ALTER TABLE t RENAME COLUMN a TO name",
+        "INSERT INTO t VALUES (3, 'three', 3.75)",
+        "CREATE TABLE u (k BIGINT UNSIGNED PRIMARY KEY, v JSON)",
+        "INSERT INTO u VALUES (18446744073709551615, '{\"a\":1}')",
+        "TRUNCATE TABLE t",
+        "INSERT INTO t VALUES (4, 'four', 4.00)",
+        "RENAME TABLE u TO u2",
+        "INSERT INTO u2 VALUES (1, '[1,2]')",
+        "DROP TABLE u2",
+        db=db)
+    events = [e for _, evs in drain(src) for e in evs]
+    src.close()
+    # the captured tables' CREATE TABLE at the start, then what happened, in order
+    seen = [(e.kind, e.ddl_type) if e.kind is Kind.DDL else (e.kind, e.table.table) for e in events]
+    assert seen == [
+        (Kind.DDL, "ActionCreateTable"),
+        (Kind.DDL, "ActionAddColumn"), (Kind.INSERT, "t"),
+        (Kind.DDL, "ActionDropColumn"), (Kind.UPDATE, "t"),
+        (Kind.DDL, "ActionModifyColumn"), (Kind.INSERT, "t"),  # TiDB runs RENAME COLUMN as a modify
+        (Kind.DDL, "ActionCreateTable"), (Kind.INSERT, "u"),
+        (Kind.DDL, "ActionTruncateTable"), (Kind.INSERT, "t"),
+        (Kind.DDL, "ActionRenameTable"), (Kind.INSERT, "u2"),
+        (Kind.DDL, "ActionDropTable"),
+    ]
+    ddl = [e for e in events if e.kind is Kind.DDL]
+    cols = lambda t: [c.name for c in t.columns] if t is not None else None  # noqa: E731
+    assert (cols(ddl[0].pre_table), cols(ddl[0].table)) == (None, ["id", "a", "b"])
+    assert (cols(ddl[1].pre_table), cols(ddl[1].table)) == (["id", "a", "b"], ["id", "a", "b", "c"])
+    assert ddl[1].table.by_name["c"].mysql_type.lower() == "decimal(5,2)"
+    assert (cols(ddl[2].pre_table), cols(ddl[2].table)) == (["id", "a", "b", "c"], ["id", "a", "c"])
+    assert (cols(ddl[3].pre_table), cols(ddl[3].table)) == (["id", "a", "c"], ["id", "name", "c"])
+    assert (cols(ddl[4].pre_table), cols(ddl[4].table)) == (None, ["k", "v"])
+    assert ddl[4].table.by_name["v"].type.name == "json"
+    assert (cols(ddl[5].pre_table), cols(ddl[5].table)) == (["id", "name", "c"], ["id", "name", "c"])
+    assert (ddl[6].pre_table.table, ddl[6].table.table) == ("u", "u2")
+    assert (ddl[7].pre_table.table, ddl[7].table) == ("u2", None)
+    assert ddl[1].query == "ALTER TABLE t ADD COLUMN c DECIMAL(5,2) DEFAULT 1.25"
+    rows = [e for e in events if e.kind is not Kind.DDL]
+    # each row is read with the definition of its moment in the binlog
+    assert rows[0].after == {"id": 2, "a": "two", "b": 2, "c": "2.50"}
+    assert rows[1].before == {"id": 1, "a": "one", "c": "1.25"} and rows[1].after["a"] == "uno"
+    assert rows[2].after == {"id": 3, "name": "three", "c": "3.75"}
+    assert rows[3].after == {"k": 18446744073709551615, "v": '{"a": 1}'}
+    assert rows[4].after == {"id": 4, "name": "four", "c": "4.00"}
+    assert rows[5].table.table == "u2" and rows[5].after == {"k": 1, "v": "[1, 2]"}
+    ts = [e.commit_ts for e in events]
+    assert ts == sorted(ts)
+    assert len({e.commit_ts for e in ddl}) == len(ddl), "each DDL has its own commit ts"
