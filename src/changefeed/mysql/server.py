@@ -142,11 +142,15 @@ def as_json_columns(t: TableInfo, names: set[str]) -> TableInfo:
 
 def show_create(conn: Any, schema: str, table: str) -> tuple[str, TableInfo]:
     sql = str(query(conn, f"SHOW CREATE TABLE `{schema.replace('`', '``')}`.`{table.replace('`', '``')}`")[0][1])
+    json_cols = _json_columns(sql)
+    for name in json_cols:  # say JSON, as the statement that made it did: readers of the DDL then agree
+        sql = re.sub(r"(`" + re.escape(name.replace("`", "``")) + r"`) longtext(?: CHARACTER SET \w+)?"
+                     r"(?: COLLATE \w+)?", r"\1 json", sql, count=1)
     try:
         t = parse_create_table(sql, schema)
     except SchemaError as e:
         raise SourceError(f"table {schema}.{table}: cannot read its definition: {e}") from None
-    return sql, as_json_columns(t, _json_columns(sql))
+    return sql, as_json_columns(t, json_cols)
 
 
 def wanted_tables(conn: Any, uri: MySQLURI) -> list[tuple[str, str]]:
