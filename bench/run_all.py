@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import binlog_capture  # noqa: E402
 import canal_json  # noqa: E402
 import debezium  # noqa: E402
 import kafka  # noqa: E402
@@ -22,11 +23,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--no-kafka", action="store_true", help="leave out the benchmarks that start a Kafka broker")
+    ap.add_argument("--no-mysql", action="store_true", help="leave out the binlog benchmark (starts a MariaDB)")
     ap.add_argument("--spark-changes", type=int, default=1_000_000, help="changes for the Spark pipeline benchmark")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
     results = canal_json.run(args.rows) + simple.run(args.rows) + debezium.run(max(args.rows // 5, 1000))
+    if not args.no_mysql:
+        try:
+            results += binlog_capture.run(args.rows)
+        except RuntimeError as e:
+            print(f"binlog benchmark left out: {e}")
     if not args.no_kafka:
         try:
             results += kafka.run(args.rows)
@@ -39,6 +46,7 @@ def main() -> None:
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
+    print("           binlog = mysql-replication's raw BinLogStreamReader over the same binlog (the reader's ceiling)")
     print("           kafka = a bare confluent-kafka producer sending the same values pre-encoded (the ceiling)")
     print("           Kafka->Delta = a pickled Python UDF with json.loads and a plain MERGE per micro-batch, "
           "same topic and batches")

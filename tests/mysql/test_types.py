@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from changefeed.model import Kind
 from changefeed.mysql.source import BinlogSource
 from changefeed.mysql.uri import parse_mysql_uri
@@ -56,15 +58,28 @@ EXPECTED = {
 NULLS = {k: None for k in EXPECTED}
 
 
-def test_every_type_family_from_sql_to_events(mariadb) -> None:
-    db = mariadb.fresh_db("types_db")
+@pytest.mark.parametrize("metadata", ["FULL", "MINIMAL"])
+def test_every_type_family_from_sql_to_events(mariadb, metadata: str) -> None:
+    """FULL: the binlog names the columns and gives charsets, enum/set members, signedness; MINIMAL (MySQL's
+    default): they come from the definitions tracked at that binlog position."""
+    db = mariadb.fresh_db(f"types_{metadata.lower()}_db")
     mariadb.run(DDL, ROW.format(id=1), "SET time_zone = '+00:00'", db=db)
-    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))  # row 1 by the snapshot, the rest from the binlog
-    mariadb.run("SET time_zone = '+00:00'", ROW.format(id=2), "INSERT INTO types (id) VALUES (3)",
-                "UPDATE types SET vc = 'changed', s = '', e = 'large', j = '[]' WHERE id = 2",
-                "DELETE FROM types WHERE id = 1", db=db)
-    txs = drain(src)
-    src.close()
+    mariadb.run(f"SET GLOBAL binlog_row_metadata = '{metadata}'")
+    try:
+        src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))  # row 1 by the snapshot, the rest: binlog
+        assert src.metadata_full is (metadata == "FULL")
+        filled = []
+        fill = src._fill_metadata
+        src._fill_metadata = lambda ev, t: (filled.append(all(c.name is None for c in ev.columns)), fill(ev, t))
+        mariadb.run("SET time_zone = '+00:00'", ROW.format(id=2), "INSERT INTO types (id) VALUES (3)",
+                    "UPDATE types SET vc = 'changed', s = '', e = 'large', j = '[]' WHERE id = 2",
+                    "DELETE FROM types WHERE id = 1", db=db)
+        txs = drain(src)
+        src.close()
+    finally:
+        mariadb.run("SET GLOBAL binlog_row_metadata = 'FULL'")
+    # with MINIMAL the table maps came without names, and the tracked definition named the columns
+    assert filled == ([] if metadata == "FULL" else [True] * len(filled)) and (metadata == "FULL" or filled)
     events = [e for _, evs in txs for e in evs]
     ddl = [e for e in events if e.kind is Kind.DDL]
     assert [e.ddl_type for e in ddl] == ["ActionCreateTable"]
