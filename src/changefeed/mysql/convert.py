@@ -16,7 +16,8 @@ import orjson
 from ..model import Column, Row, TableInfo
 from ..mysqltypes import Family, tidb_json_text
 
-Convert = Callable[[Any, str | None], Any]  # (value, why it is None) -> datum
+Convert = Callable[[Any], Any]  # a value that is not None -> its datum
+OnNone = Callable[[str | None], Any]  # why mysql-replication gave None -> the datum (None: a NULL)
 
 
 class ConvertError(ValueError):
@@ -61,46 +62,32 @@ def _plain_json(v: Any) -> Any:
     return v
 
 
-def converter(col: Column) -> Convert:
-    """The function from a binlog value of `col` to its datum."""
+def _null(why: str | None) -> Any:
+    return None
+
+
+def converter(col: Column) -> tuple[Convert, OnNone]:
+    """The functions from a binlog value of `col` (not None) to its datum, and from a None to its datum (the
+    reader gives None for a NULL, and also for a zero date or an empty SET, telling why)."""
     t = col.type
     fam = t.family
     norm = col.normalize
     fsp = t.fsp
-    if fam in (Family.INT, Family.FLOAT, Family.YEAR):
-        return lambda v, why: norm(v)
+    if fam in (Family.INT, Family.FLOAT, Family.YEAR, Family.ENUM):
+        return norm, _null
     if fam is Family.DECIMAL:
-
-        def dec(v: Any, why: str | None) -> Any:
-            if v is None:
-                return None
-            return norm(format(v, "f") if isinstance(v, Decimal) else str(v))
-
-        return dec
+        return (lambda v: norm(format(v, "f") if isinstance(v, Decimal) else str(v))), _null
     if fam is Family.DATE:
-
-        def date(v: Any, why: str | None) -> Any:
-            if v is None:
-                return "0000-00-00" if why and "range" in why else None
-            return norm(v.isoformat() if isinstance(v, _dt.date) else str(v))
-
-        return date
+        return (lambda v: norm(v.isoformat() if isinstance(v, _dt.date) else str(v))), \
+            (lambda why: "0000-00-00" if why and "range" in why else None)
     if fam in (Family.DATETIME, Family.TIMESTAMP):
         zero = "0000-00-00 00:00:00" + _fraction(0, fsp)
-
-        def dtm(v: Any, why: str | None) -> Any:
-            if v is None:
-                return zero if why and "range" in why else None
-            return norm(_datetime_text(v, fsp))
-
-        return dtm
+        return (lambda v: norm(_datetime_text(v, fsp))), (lambda why: zero if why and "range" in why else None)
     if fam is Family.TIME:
-        return lambda v, why: None if v is None else norm(_time_text(v, fsp))
+        return (lambda v: norm(_time_text(v, fsp))), _null
     if fam is Family.JSON:
 
-        def js(v: Any, why: str | None) -> Any:
-            if v is None:
-                return None
+        def js(v: Any) -> Any:
             if isinstance(v, str | bytes):  # MariaDB's JSON is text: TiDB's canonical form of it
                 try:
                     return tidb_json_text(orjson.loads(v))
@@ -108,34 +95,32 @@ def converter(col: Column) -> Convert:
                     raise ConvertError(f"column {col.name}: {v[:60]!r} is not JSON") from None
             return tidb_json_text(_plain_json(v))
 
-        return js
+        return js, _null
     if fam is Family.STRING:
 
-        def text(v: Any, why: str | None) -> Any:
+        def text(v: Any) -> Any:
+            if type(v) is str:
+                return v
             if isinstance(v, bytes):
                 try:
                     return v.decode("utf-8")
                 except UnicodeDecodeError:
                     return v.decode("latin-1")  # a charset Python does not know: the bytes kept one to one
-            return v
+            return norm(v)
 
-        return text
+        return text, _null
     if fam is Family.BYTES:
 
-        def raw(v: Any, why: str | None) -> Any:
+        def raw(v: Any) -> Any:
             if isinstance(v, str):  # no charset in the binlog (MINIMAL metadata): the reader decoded it
                 v = v.encode("utf-8", "surrogateescape")
             return norm(v)
 
-        return raw
-    if fam is Family.ENUM:
-        return lambda v, why: norm(v)
+        return raw, _null
     if fam is Family.SET:
         bits = {e.casefold(): 1 << i for i, e in enumerate(t.elements)}
 
-        def set_(v: Any, why: str | None) -> Any:
-            if v is None:
-                return 0 if why == "empty set" else None
+        def set_(v: Any) -> Any:
             if isinstance(v, set | frozenset | list | tuple):
                 mask = 0
                 for e in v:
@@ -146,20 +131,18 @@ def converter(col: Column) -> Convert:
                 return mask
             return norm(v)
 
-        return set_
+        return set_, (lambda why: 0 if why == "empty set" else None)
     if fam is Family.BIT:
 
-        def bit(v: Any, why: str | None) -> Any:
-            if v is None:
-                return None
+        def bit(v: Any) -> Any:
             if isinstance(v, str):
                 return norm(int(v, 2) if v else 0)
             if isinstance(v, bytes):
                 return norm(int.from_bytes(v, "big"))
             return norm(v)
 
-        return bit
-    return lambda v, why: norm(v)
+        return bit, _null
+    return norm, _null
 
 
 class RowConverter:
@@ -168,19 +151,20 @@ class RowConverter:
     def __init__(self, table: TableInfo) -> None:
         self.table = table
         self.names = [c.name for c in table.columns]
-        self.convs = [converter(c) for c in table.columns]
+        pairs = [converter(c) for c in table.columns]
+        self.convs = [p[0] for p in pairs]
+        self.nones = [p[1] for p in pairs]
+        self.cols = list(zip(self.names, self.convs, self.nones, strict=True))
 
     def row(self, values: dict[Any, Any], none_sources: dict[Any, str] | None) -> Row:
-        vals = list(values.values())
-        if len(vals) != len(self.names):
-            raise ConvertError(f"{self.table.qualified}: the binlog row has {len(vals)} columns, the table "
+        if len(values) != len(self.names):
+            raise ConvertError(f"{self.table.qualified}: the binlog row has {len(values)} columns, the table "
                                f"definition {len(self.names)} ({', '.join(self.names)})")
-        keys = list(values)
         out: Row = {}
         ns = none_sources or {}
-        for name, key, conv, v in zip(self.names, keys, self.convs, vals, strict=True):
-            try:
-                out[name] = conv(v, ns.get(key) if v is None else None)
-            except ValueError as e:
-                raise ConvertError(f"{self.table.qualified}.{name}: {e}") from None
+        try:
+            for (name, conv, none), (key, v) in zip(self.cols, values.items(), strict=True):
+                out[name] = conv(v) if v is not None else none(ns.get(key))
+        except ValueError as e:
+            raise ConvertError(f"{self.table.qualified}.{name}: {e}") from None
         return out
