@@ -84,3 +84,13 @@ def test_the_server_s_own_server_id_is_refused(mariadb) -> None:
     uri = f"mysql://changefeed:changefeed@127.0.0.1:{mariadb.port}/?tables=x.*&server-id=1&snapshot=false"
     with pytest.raises(SourceError, match="server-id=1 is the server's own server_id"):
         BinlogSource(parse_mysql_uri(uri))
+
+
+def test_a_checkpoint_the_server_no_longer_has_is_one_line(mariadb) -> None:
+    from changefeed.mysql.checkpoint import Checkpoint, Position
+
+    src = BinlogSource(parse_mysql_uri(mariadb.uri("x.*")), resume=Checkpoint(Position("binlog.999999", 4), 0, []))
+    with pytest.raises(SourceError, match=r"reading the binlog at binlog.999999:4: .*log") as e:
+        list(src.transactions(follow=False))
+    src.close()
+    assert "\n" not in str(e.value)

@@ -108,10 +108,14 @@ def row_metadata_full(conn: Any) -> bool:
 
 
 def position(conn: Any, flavor: str) -> Position:
+    import pymysql
+
     try:
         rows = query(conn, "SHOW MASTER STATUS")
-    except Exception as e:  # pymysql's errors: a privilege missing
-        raise SourceError(f"SHOW MASTER STATUS failed: {e}") from None
+    except pymysql.err.ProgrammingError:  # MySQL 8.4 knows only the new name
+        rows = query(conn, "SHOW BINARY LOG STATUS")
+    except pymysql.err.Error as e:  # a privilege missing
+        raise SourceError(f"SHOW MASTER STATUS failed: {e.args[-1]} (the capture needs REPLICATION CLIENT)") from None
     if not rows:
         raise SourceError("SHOW MASTER STATUS is empty: the binary log is off (log_bin=OFF)")
     gtid = None

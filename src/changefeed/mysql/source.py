@@ -225,8 +225,7 @@ class BinlogSource:
     def transactions(self, *, follow: bool = False, until: Position | None = None) -> Iterator[Transaction]:
         """The binlog from the current position; `follow`: wait for more at the end (heartbeats yield empty
         transactions so the caller can flush); otherwise stop at the end (or at `until`)."""
-        from pymysqlreplication.event import HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
-        from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+        import pymysql
 
         if self.position is None:
             yield from self.bootstrap()
@@ -234,95 +233,104 @@ class BinlogSource:
         if until is not None and until.key() <= self.position.key():
             return
         stream = self._stream = self._open_stream(self.position, follow)
-        open_tx: _Open | None = None
-        gtid = self.position.gtid
         try:
-            for ev in stream:
-                self.stats["events"] += 1
-                if isinstance(ev, HeartbeatLogEvent):
-                    if open_tx is None:
-                        yield Transaction([], self.position, self.clock.last)
-                    continue
-                if isinstance(ev, RotateEvent):
-                    continue
-                if isinstance(ev, MariadbGtidEvent):
-                    gtid = ev.gtid
-                    continue
-                if isinstance(ev, TableMapEvent):
-                    if not self.metadata_full:
-                        t = self._table(ev.schema, ev.table)
-                        if t is not None:
-                            self._fill_metadata(ev, t)
-                    continue
-                if isinstance(ev, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
-                    if not self.uri.wants(ev.schema, ev.table):
-                        continue
-                    t = self._table(ev.schema, ev.table)
-                    assert t is not None
-                    conv = self._conv(t)
-                    if open_tx is None:
-                        open_tx = _Open()
-                    out = open_tx.events
-                    try:
-                        if isinstance(ev, WriteRowsEvent):
-                            for r in ev.rows:
-                                out.append(Event(kind=Kind.INSERT, table=t,
-                                                 after=conv.row(r["values"], r.get("none_sources"))))
-                        elif isinstance(ev, DeleteRowsEvent):
-                            for r in ev.rows:
-                                out.append(Event(kind=Kind.DELETE, table=t,
-                                                 before=conv.row(r["values"], r.get("none_sources"))))
-                        else:
-                            for r in ev.rows:
-                                out.append(Event(kind=Kind.UPDATE, table=t,
-                                                 before=conv.row(r["before_values"], r.get("before_none_sources")),
-                                                 after=conv.row(r["after_values"], r.get("after_none_sources"))))
-                    except ValueError as e:
-                        raise SourceError(f"binlog {self._here()}: {e}") from None
-                    continue
-                end = False
-                ddl: list[Event] = []
-                if isinstance(ev, XidEvent):
-                    end = True
-                elif isinstance(ev, QueryEvent):
-                    q = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
-                    m = _TXN_CONTROL.match(q)
-                    if m:
-                        word = m.group(1).upper()
-                        if word == "BEGIN":
-                            open_tx = _Open()
-                            continue
-                        end = word == "COMMIT"
-                        if word == "ROLLBACK":
-                            open_tx = None
-                            continue
-                        if not end:
-                            continue
-                    elif _DML.match(q):
-                        raise SourceError(f"binlog {self._here()}: a statement-based change ({q[:60]!r}): "
-                                          "binlog_format must be ROW (SET GLOBAL binlog_format=ROW) for the "
-                                          "capture to see rows")
-                    elif _NOT_DDL.match(q):
-                        continue
-                    else:
-                        ddl = self._ddl(ev, ev.timestamp * 1000)
-                        end = True
-                if not end:
-                    continue
-                events = (open_tx.events if open_tx else []) + ddl
-                open_tx = None
-                self.position = Position(stream.log_file, stream.log_pos, gtid)
-                ts = self.clock.next(ev.timestamp * 1000) if events else self.clock.last
-                for e in events:
-                    e.commit_ts = ts
-                self.stats["rows"] += sum(1 for e in events if e.kind is not Kind.DDL)
-                self.stats["transactions"] += 1
-                yield Transaction(events, self.position, ts)
-                if until is not None and self.position.key() >= until.key():
-                    return
+            yield from self._follow(stream, until)
+        except pymysql.err.Error as e:  # the server refused the stream (a purged binlog file, a lost connection)
+            raise SourceError(f"{self.uri.where}: reading the binlog at {self.position}: {e.args[-1]}") from None
         finally:
             stream.close()
             self._stream = None
+
+    def _follow(self, stream: Any, until: Position | None) -> Iterator[Transaction]:
+        from pymysqlreplication.event import HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+        from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+        assert self.position is not None
+        open_tx: _Open | None = None
+        gtid = self.position.gtid
+        for ev in stream:
+            self.stats["events"] += 1
+            if isinstance(ev, HeartbeatLogEvent):
+                if open_tx is None:
+                    yield Transaction([], self.position, self.clock.last)
+                continue
+            if isinstance(ev, RotateEvent):
+                continue
+            if isinstance(ev, MariadbGtidEvent):
+                gtid = ev.gtid
+                continue
+            if isinstance(ev, TableMapEvent):
+                if not self.metadata_full:
+                    t = self._table(ev.schema, ev.table)
+                    if t is not None:
+                        self._fill_metadata(ev, t)
+                continue
+            if isinstance(ev, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+                if not self.uri.wants(ev.schema, ev.table):
+                    continue
+                t = self._table(ev.schema, ev.table)
+                assert t is not None
+                conv = self._conv(t)
+                if open_tx is None:
+                    open_tx = _Open()
+                out = open_tx.events
+                try:
+                    if isinstance(ev, WriteRowsEvent):
+                        for r in ev.rows:
+                            out.append(Event(kind=Kind.INSERT, table=t,
+                                             after=conv.row(r["values"], r.get("none_sources"))))
+                    elif isinstance(ev, DeleteRowsEvent):
+                        for r in ev.rows:
+                            out.append(Event(kind=Kind.DELETE, table=t,
+                                             before=conv.row(r["values"], r.get("none_sources"))))
+                    else:
+                        for r in ev.rows:
+                            out.append(Event(kind=Kind.UPDATE, table=t,
+                                             before=conv.row(r["before_values"], r.get("before_none_sources")),
+                                             after=conv.row(r["after_values"], r.get("after_none_sources"))))
+                except ValueError as e:
+                    raise SourceError(f"binlog {self._here()}: {e}") from None
+                continue
+            end = False
+            ddl: list[Event] = []
+            if isinstance(ev, XidEvent):
+                end = True
+            elif isinstance(ev, QueryEvent):
+                q = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
+                m = _TXN_CONTROL.match(q)
+                if m:
+                    word = m.group(1).upper()
+                    if word == "BEGIN":
+                        open_tx = _Open()
+                        continue
+                    end = word == "COMMIT"
+                    if word == "ROLLBACK":
+                        open_tx = None
+                        continue
+                    if not end:
+                        continue
+                elif _DML.match(q):
+                    raise SourceError(f"binlog {self._here()}: a statement-based change ({q[:60]!r}): "
+                                      "binlog_format must be ROW (SET GLOBAL binlog_format=ROW) for the "
+                                      "capture to see rows")
+                elif _NOT_DDL.match(q):
+                    continue
+                else:
+                    ddl = self._ddl(ev, ev.timestamp * 1000)
+                    end = True
+            if not end:
+                continue
+            events = (open_tx.events if open_tx else []) + ddl
+            open_tx = None
+            self.position = Position(stream.log_file, stream.log_pos, gtid)
+            ts = self.clock.next(ev.timestamp * 1000) if events else self.clock.last
+            for e in events:
+                e.commit_ts = ts
+            self.stats["rows"] += sum(1 for e in events if e.kind is not Kind.DDL)
+            self.stats["transactions"] += 1
+            yield Transaction(events, self.position, ts)
+            if until is not None and self.position.key() >= until.key():
+                return
 
     def close(self) -> None:
         if self._read is not None:
