@@ -663,7 +663,7 @@ def _print_run(rep: object) -> None:
 
     assert isinstance(rep, RunReport)
     o = rep.options
-    t = Table(title=f"changefeed run: {o.source} -> {o.protocol} -> "
+    t = Table(title=f"changefeed run: {_no_password(o.source)} -> {o.protocol} -> "
                     f"{'Kafka' if o.sink_uri and o.sink_uri.startswith('kafka') else 'files'} -> Spark -> Delta")
     for col in ("stage", "count", "per second", "detail"):
         t.add_column(col, justify="right" if col in ("count", "per second") else "left")

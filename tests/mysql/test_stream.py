@@ -111,3 +111,27 @@ def test_ddl_mid_stream_with_definitions_before_and_after(mariadb) -> None:
     ts = [e.commit_ts for e in events]
     assert ts == sorted(ts)
     assert len({e.commit_ts for e in ddl}) == len(ddl), "each DDL has its own commit ts"
+
+
+def test_schema_ddl_and_tables_created_after_the_start(mariadb) -> None:
+    mariadb.run("DROP DATABASE IF EXISTS later_db")
+    src = BinlogSource(parse_mysql_uri(mariadb.uri("later_db.*", snapshot="false")))
+    mariadb.run("CREATE DATABASE later_db", "CREATE TABLE later_db.t (id INT PRIMARY KEY, v SET('x','y'))",
+                "INSERT INTO later_db.t VALUES (1, 'y')", "CREATE DATABASE other_db_not_captured",
+                "DROP DATABASE other_db_not_captured", "DROP DATABASE later_db")
+    events = [e for _, evs in drain(src) for e in evs]
+    src.close()
+    assert [(e.kind, e.ddl_type) for e in events] == [
+        (Kind.DDL, "ActionCreateSchema"), (Kind.DDL, "ActionCreateTable"), (Kind.INSERT, None),
+        (Kind.DDL, "ActionDropSchema")]
+    assert events[0].table.schema == "later_db" and events[3].pre_table.schema == "later_db"
+    assert events[2].after == {"id": 1, "v": 2}
+    from changefeed.codecs import make_encoder
+    from changefeed.config import build_config
+    from changefeed.state import final_state
+
+    assert final_state(events[:3]).tables[("later_db", "t")].rows == {(1,): {"id": 1, "v": 2}}
+    assert final_state(events).tables == {}
+    enc = make_encoder(build_config("canal-json", {"enable-tidb-extension": "true"}))
+    for e in events:  # a schema DDL is a message like TiCDC's (database set, table empty)
+        assert list(enc.encode(e))

@@ -25,13 +25,17 @@ from . import server
 from .checkpoint import Checkpoint, Position
 from .convert import RowConverter
 from .server import SourceError
-from .uri import MySQLURI
+from .uri import SYSTEM_SCHEMAS, MySQLURI
 
 _DML = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.I | re.S)
 _TXN_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s+SAVEPOINT)", re.I)
 _NOT_DDL = re.compile(r"\s*(?:/\*.*?\*/\s*)*(FLUSH|GRANT|REVOKE|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|SET\s|"
                       r"ANALYZE|OPTIMIZE|CHECK|REPAIR|CREATE\s+(?:DEFINER|FUNCTION|PROCEDURE|TRIGGER|EVENT|"
                       r"ROLE)|DROP\s+(?:FUNCTION|PROCEDURE|TRIGGER|EVENT|ROLE))", re.I | re.S)
+
+
+_SCHEMA_DDL = re.compile(r"\s*(CREATE|DROP)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
+                         r"(?:`((?:[^`]|``)+)`|([^\s;`]+))", re.I)
 
 
 @dataclass
@@ -209,7 +213,18 @@ class BinlogSource:
             raise SourceError(f"DDL at {self._here()}: {e}") from None
         subject = after or before
         if subject is None:
-            return []
+            m = _SCHEMA_DDL.match(q)
+            if m is None:
+                return []
+            db = m.group(3) if m.group(3) is not None else m.group(4)
+            db = db.replace("``", "`")
+            if db.lower() in SYSTEM_SCHEMAS or not self.uri.filter.match(db, ""):
+                return []
+            create = m.group(1).upper() == "CREATE"
+            t = TableInfo(schema=db, table="")
+            return [Event(kind=Kind.DDL, commit_ts=0, query=q, table=t if create else None,
+                          pre_table=None if create else t,
+                          ddl_type="ActionCreateSchema" if create else "ActionDropSchema")]
         if not (self.uri.wants(subject.schema, subject.table) or
                 (before is not None and self.uri.wants(before.schema, before.table))):
             return []
