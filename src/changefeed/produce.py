@@ -114,6 +114,7 @@ def open_producer(sink_uri: str, config: str | Path | None = None, *, ddl_to_all
 
     sink, cfg, router = resolve(sink_uri, config)
     router.canal_ddl_to_partition_zero = cfg.protocol == "canal-json" and not ddl_to_all_partitions
+    router.split_key_changes = cfg.protocol == "avro"
     if sink.scheme == "file":
         transport: Any = FileProducer(sink.folder, sink.partition_num)
     else:

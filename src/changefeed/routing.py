@@ -210,6 +210,9 @@ class Router:
         self.column_selector = column_selector or ColumnSelector()
         self.partition_num = partition_num
         self.canal_ddl_to_partition_zero = canal_ddl_to_partition_zero
+        # a protocol whose UPDATE carries no before image (avro: the key is the new one) cannot say that the
+        # handle key changed: such updates are split too (TiCDC splits handle-key updates for MQ sinks)
+        self.split_key_changes = False
         self._default = Partitioner("default")
 
     def rule_for(self, schema: str, table: str) -> DispatchRule | None:
@@ -244,7 +247,9 @@ class Router:
             return [ev]
         r = self.rule_for(t.schema, t.table)
         p = r.partitioner if r else self._default
-        if p.key_values(t, ev.before) == p.key_values(t, ev.after):
+        if p.key_values(t, ev.before) == p.key_values(t, ev.after) and not (
+                self.split_key_changes and ev.before is not None and ev.after is not None
+                and any(ev.before.get(k) != ev.after.get(k) for k in t.handle_key)):
             return [ev]
         return [Event(kind=Kind.DELETE, commit_ts=ev.commit_ts, table=t, before=ev.before),
                 Event(kind=Kind.INSERT, commit_ts=ev.commit_ts, table=t, after=ev.after)]

@@ -125,6 +125,7 @@ class ApplyOptions:
     json_as_variant: bool = False
     ddl_definitions: bool = True  # the protocol's DDL carry table definitions (the avro protocol's do not)
     text_dialect: str = "text"  # how images hold values: "text" (types.text_of) or "canal" (canal-json's own)
+    untimed_deletes: bool = False  # deletes may carry no commit ts (the avro protocol's tombstones)
 
 
 class ChangeApplier:
@@ -157,6 +158,12 @@ class ChangeApplier:
         self._versions: dict[str, int] = {}
         self._defs_ts = 0  # the commit ts of the latest DDL the definitions include
         self._known: dict[tuple[str, str], dict[str, ModelColumn]] = {}  # every column a table's name has had
+        # a stream with neither DDL definitions nor watermarks (avro without TiCDC's extension sends no DDL):
+        # tables follow the columns their rows carry (new ones added; dropped ones kept, NULL from then on)
+        self._drifts = not self.o.ddl_definitions and not self.o.watermarks
+        self._drift: dict[tuple[str, str], TableInfo] = {}
+        # per partition: the least commit ts its next change can have (for deletes that carry none)
+        self.floors: dict[str, int] = {}
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -244,6 +251,7 @@ class ChangeApplier:
             if last:
                 self.applied_ts = last[0]["applied_ts"]
                 self.watermarks = orjson.loads(last[0]["watermarks"])
+                self.floors = orjson.loads(last[0].asDict().get("floors") or "{}")
         if self.exists(self.bronze):
             self._learn(self._ctrl_rows(self.spark.read.format("delta").load(self.bronze)))
 
@@ -283,6 +291,8 @@ class ChangeApplier:
                     if have is None or _richness(d) > _richness(have):
                         self.pending[(d.commit_ts, d.query)] = d
                 elif d.commit_ts > self._defs_ts:
+                    if not self.o.ddl_definitions and (d.after is None or not d.after.columns):
+                        self._interpret(d)
                     self._learn_ddl(d)
                 # else: a redelivered DDL, older than the definitions held: it must not roll them back
             elif r["table_def"] and r["kind"] in ("insert", "update", "delete", "bootstrap"):
@@ -295,6 +305,8 @@ class ChangeApplier:
                         have.version is None or t.version > have.version
                         or (r["kind"] == "bootstrap" and t.version == have.version))):
                     self._set_def(key, t)
+                elif t.version is None and self._drifts and not have.same_definition(t):
+                    self._drift[key] = t
 
     def _set_def(self, key: tuple[str, str], t: TableInfo) -> None:
         self.defs[key] = t
@@ -348,6 +360,8 @@ class ChangeApplier:
         try:
             errors = changes.where("kind = 'error'")
             rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
+            if self.o.untimed_deletes:
+                rows = self._date_deletes(rows)
             (errors.select("topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
                            F.lit(batch_id).cast("long").alias("_batch"))
              .write.format("delta").mode("append").option("txnAppId", self.app_id)
@@ -369,6 +383,11 @@ class ChangeApplier:
             changes.unpersist()
         for k, ts in marks:
             self.watermarks[k] = max(self.watermarks.get(k, 0), ts)
+        if self.o.untimed_deletes:
+            for r in agg:
+                if r["kind"] in ("insert", "update", "delete", "watermark") and r["ts"]:
+                    k = f"{r['topic']}/{r['partition']}"
+                    self.floors[k] = max(self.floors.get(k, 0), r["ts"] + (r["kind"] == "watermark"))
         self._learn(ctrl)
         if self.o.watermarks:
             hi = self.global_watermark()
@@ -391,11 +410,31 @@ class ChangeApplier:
 
     def _save_progress(self, batch_id: int, rep: BatchReport) -> None:
         row = [(batch_id, self.applied_ts, orjson.dumps(self.watermarks).decode(), rep.rows_in, rep.errors,
-                int(time.time() * 1000))]
+                int(time.time() * 1000), orjson.dumps(self.floors).decode())]
         (self.spark.createDataFrame(row, "batch_id long, applied_ts long, watermarks string, rows long, "
-                                         "errors long, at_ms long")
+                                         "errors long, at_ms long, floors string")
          .write.format("delta").mode("append").option("txnAppId", self.app_id).option("txnVersion", batch_id)
-         .save(self.progress))
+         .option("mergeSchema", "true").save(self.progress))
+
+    def _date_deletes(self, rows: DataFrame) -> DataFrame:
+        """A delete that carries no commit ts (an Avro tombstone) takes the least its partition allows: the
+        latest commit ts before it in the partition, or one past the latest watermark. It is then ordered
+        after every earlier change of its key (one key, one partition) and before every later one, and no
+        watermark has passed it. A pure function of the partition's messages, so a replay dates it alike."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        mark = (F.when(F.col("kind").isin("insert", "update", "delete") & (F.col("commit_ts") > 0), F.col("commit_ts"))
+                .when(F.col("kind") == "watermark", F.col("commit_ts") + 1))
+        before = Window.partitionBy("topic", "partition").orderBy("offset", "idx").rowsBetween(
+            Window.unboundedPreceding, -1)
+        carried = F.lit(0).cast("long")
+        if self.floors:
+            m = F.create_map(*[x for k, v in self.floors.items() for x in (F.lit(k), F.lit(v).cast("long"))])
+            carried = F.coalesce(m[F.concat_ws("/", "topic", F.col("partition").cast("string"))], carried)
+        floor = F.greatest(F.coalesce(F.max(mark).over(before), F.lit(0).cast("long")), carried)
+        untimed = (F.col("kind") == "delete") & (F.coalesce(F.col("commit_ts"), F.lit(0)) == 0)
+        return rows.withColumn("commit_ts", F.when(untimed, floor).otherwise(F.col("commit_ts")))
 
     # --- windows, segments, tables ----------------------------------------------------------------
     def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
@@ -536,13 +575,31 @@ class ChangeApplier:
         # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
         # messages of the same micro-batch (a column renamed after them still has its old name in the lake)
         keys = set(self._keys(t))
-        cols = [c for c in self.spark.read.format("delta").load(path).columns
-                if c not in (START_AT, END_AT) and self._selected(c, keys)]
+        lake_cols = self.spark.read.format("delta").load(path).columns
+        shape = self._drift.pop((db, tbl), None)
+        if shape is not None:
+            lake_cols = self._follow(t, shape, path, lake_cols)
+            t = self.defs[(db, tbl)]
+        cols = [c for c in lake_cols if c not in (START_AT, END_AT) and self._selected(c, keys)]
         if self.o.scd_type == 1:
             self._merge_scd1(t, path, rows, cols, version)
         else:
             self._merge_scd2(t, path, rows, cols, version)
         return True
+
+    def _follow(self, t: TableInfo, shape: TableInfo, path: str, lake_cols: list[str]) -> list[str]:
+        """Add to a table the columns its rows now carry (schema drift in a stream without DDL)."""
+        have = set(lake_cols)
+        new = [c for c in shape.columns if c.name not in have and c.name not in t.by_name]
+        cols = list(t.columns) + [c for c in new if c.name not in t.by_name]
+        merged = TableInfo(t.schema, t.table, columns=cols, indexes=t.indexes, table_id=t.table_id,
+                           version=t.version, charset=t.charset)
+        self._set_def((t.schema, t.table), merged)
+        added = [f for f in self._schema(merged).fields if f.name in {c.name for c in new}]
+        if added:
+            self.spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ("
+                           + ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in added) + ")")
+        return [*lake_cols, *(f.name for f in added)]
 
     def _ops(self, t: TableInfo, rows: DataFrame) -> tuple[DataFrame, list[str]]:
         """Each change as one or two keyed operations: D (delete the key) and U (the key's new image).
@@ -554,10 +611,13 @@ class ChangeApplier:
         keys = self._keys(t)
         changed = " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
                               f"after[{_lit(k)}])" for k in keys)
-        d = "named_struct('op', 'D', 'img', before, 'r', 0)"
+        # a stream whose deletes may be dated by their place (avro) has every change of a key in one partition
+        # in order: the offset decides within a commit ts
+        r0 = 1 if self.o.untimed_deletes else 0
+        d = f"named_struct('op', 'D', 'img', before, 'r', {r0})"
         u = "named_struct('op', 'U', 'img', after, 'r', 1)"
         ops_expr = (f"CASE WHEN kind = 'delete' THEN array(named_struct('op', 'D', 'img', coalesce(before, after), "
-                    f"'r', 0)) WHEN kind = 'insert' THEN array({u}) WHEN before IS NOT NULL AND ({changed}) "
+                    f"'r', {r0})) WHEN kind = 'insert' THEN array({u}) WHEN before IS NOT NULL AND ({changed}) "
                     f"THEN array({d}, {u}) ELSE array({u}) END")
         seq = [F.col(s) for s in self.o.sequence_by]
         # real Debezium events carry their binlog position: ordered by it within one commit ts
@@ -675,6 +735,8 @@ class ChangeApplier:
 
     # --- DDL --------------------------------------------------------------------------------------
     def _complete(self, d: Ddl) -> None:
+        if not self.o.ddl_definitions and (d.after is None or not d.after.columns):
+            self._interpret(d)
         if d.before is None:
             # protocols that do not carry the definition before a DDL (debezium): the one this consumer knows
             old = _renamed_from(d.query) if d.ddl_type in ("ActionRenameTable", "ActionRenameTables") else None
@@ -682,6 +744,25 @@ class ChangeApplier:
             name = old[1] if old else d.table
             if db and name:
                 d.before = self.defs.get((db, name))
+
+    def _interpret(self, d: Ddl) -> None:
+        """A protocol whose DDL carry only their text (avro): the definitions before and after it, from the
+        statement applied to the definitions this consumer holds (as a MySQL replica would)."""
+        from ..sqlschema import SchemaError, SchemaTracker
+
+        tracker = SchemaTracker()
+        for t in self.defs.values():
+            tracker.put(t)
+        try:
+            before, after = tracker.apply(d.query, d.database or "")
+        except SchemaError as e:
+            raise ApplyError(f"DDL at commit ts {d.commit_ts} ({d.query}) does not fit the table definition "
+                             f"held for it: {e}") from e
+        d.before = d.before if d.before is not None and d.before.columns else before
+        if after is not None:
+            d.after = after
+        elif d.ddl_type in ("ActionDropTable", "ActionDropView") and before is not None:
+            d.after = None
 
     def _apply_ddl(self, d: Ddl, version: int) -> None:
         try:

@@ -92,6 +92,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         except_column_list=except_column_list, track_history_column_list=track_history_column_list,
                         watermarks=watermarks, on_ddl_error=on_ddl_error,
                         ddl_definitions=not info or info["protocol"] != "avro",
+                        untimed_deletes=bool(info) and info["protocol"] == "avro",
                         text_dialect=info.get("dialect", "text") if info else "text")
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)

@@ -7,6 +7,7 @@ decoder that runs per Spark partition sees each Kafka partition's messages in th
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +26,32 @@ RAW_SCHEMA = "topic string, partition int, offset long, key binary, value binary
 FILE_SOURCE = "changefeed-files"
 
 
+def is_pattern(topic: str) -> bool:
+    """A topic name with `*` or `?` stands for every topic it matches (glob rules), found as they appear:
+    the Avro protocols write one topic per table, created as tables are."""
+    return any(ch in topic for ch in "*?")
+
+
+def pattern_regex(topics: list[str]) -> str:
+    """The Java regex Kafka's `subscribePattern` takes for glob topic names."""
+    return "|".join(fnmatch.translate(t).removeprefix("(?s:").removesuffix(")\\Z") for t in topics)
+
+
+def expand_topics(topics: list[str], existing: list[str]) -> list[str]:
+    """The topics a list of names and patterns stands for, among those that exist, in order, once each."""
+    out: dict[str, None] = {}
+    for t in topics:
+        if is_pattern(t):
+            out.update((e, None) for e in sorted(existing) if fnmatch.fnmatchcase(e, t))
+        else:
+            out[t] = None
+    return list(out)
+
+
 @dataclass
 class Source:
-    """Where a change stream is read from: `kafka://host:port/topic[,topic]` or `file:///folder/topic`."""
+    """Where a change stream is read from: `kafka://host:port/topic[,topic]` or `file:///folder/topic`; a
+    topic may be a glob pattern (`tidb_app_*`), which also takes the topics created later."""
 
     scheme: str
     topics: list[str]
@@ -41,12 +65,19 @@ class Source:
             return f"file://{self.folder}/{','.join(self.topics)}"
         return f"kafka://{','.join(self.brokers)}/{','.join(self.topics)}"
 
+    @property
+    def patterned(self) -> bool:
+        return any(is_pattern(t) for t in self.topics)
+
     def partitions(self) -> dict[str, int]:
-        """Partitions per topic: a watermark is global only once every partition has sent one."""
+        """Partitions per topic (every topic a pattern matches now): a watermark is global only once every
+        partition has sent one."""
         if self.scheme == "file":
             assert self.folder is not None
             out = {}
-            for t in self.topics:
+            existing = [d.name for d in self.folder.iterdir() if d.is_dir()] if self.patterned and \
+                self.folder.is_dir() else []
+            for t in expand_topics(self.topics, existing):
                 meta = self.folder / t / "meta.json"
                 out[t] = int(orjson.loads(meta.read_bytes())["partitions"]) if meta.exists() else 0
             return out
@@ -54,8 +85,9 @@ class Source:
 
         admin = AdminClient({"bootstrap.servers": ",".join(self.brokers)})
         md = admin.list_topics(timeout=10)
+        names = expand_topics(self.topics, [t for t in md.topics if not t.startswith("_")])
         return {t: len(md.topics[t].partitions) if t in md.topics and md.topics[t].error is None else 0
-                for t in self.topics}
+                for t in names}
 
 
 def parse_source(uri: str) -> Source:
@@ -83,9 +115,12 @@ def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = Tru
     src = parse_source(source) if isinstance(source, str) else source
     if src.scheme == "kafka":
         r = spark.readStream if streaming else spark.read
-        r = (r.format("kafka").option("kafka.bootstrap.servers", ",".join(src.brokers))
-             .option("subscribe", ",".join(src.topics)).option("startingOffsets", "earliest")
-             .option("failOnDataLoss", "true"))
+        r = r.format("kafka").option("kafka.bootstrap.servers", ",".join(src.brokers))
+        if src.patterned:  # new topics found within a second (Kafka's default metadata age is 5 minutes)
+            r = r.option("subscribePattern", pattern_regex(src.topics)).option("kafka.metadata.max.age.ms", "1000")
+        else:
+            r = r.option("subscribe", ",".join(src.topics))
+        r = r.option("startingOffsets", "earliest").option("failOnDataLoss", "true")
         if streaming and max_records_per_trigger:
             r = r.option("maxOffsetsPerTrigger", str(max_records_per_trigger))
         if not streaming:
@@ -121,7 +156,9 @@ class _Range(InputPartition):  # type: ignore[misc]
 
 def _partition_files(folder: Path, topics: list[str]) -> list[tuple[str, int, Path]]:
     out = []
-    for t in topics:
+    existing = [d.name for d in folder.iterdir() if d.is_dir()] if any(map(is_pattern, topics)) and \
+        folder.is_dir() else []
+    for t in expand_topics(topics, existing):
         meta = folder / t / "meta.json"
         if not meta.exists():
             continue
