@@ -606,6 +606,8 @@ def run(
         opts_ = parse_option_pairs(option or [])
         if protocol == "canal-json" and not option:
             opts_ = {"enable-tidb-extension": "true"}  # watermarks: transaction-consistent tables
+        if protocol == "avro":  # without them avro sends neither DDL nor watermarks (truncates go unseen)
+            opts_ = {"enable-tidb-extension": "true", "avro-enable-watermark": "true", **opts_}
         if sink_uri is not None and "protocol=" not in sink_uri:
             sep = "&" if "?" in sink_uri else "?"
             sink_uri += sep + "&".join([f"protocol={protocol}", *(f"{k}={v}" for k, v in opts_.items())])
