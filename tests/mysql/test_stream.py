@@ -135,3 +135,23 @@ def test_schema_ddl_and_tables_created_after_the_start(mariadb) -> None:
     enc = make_encoder(build_config("canal-json", {"enable-tidb-extension": "true"}))
     for e in events:  # a schema DDL is a message like TiCDC's (database set, table empty)
         assert list(enc.encode(e))
+
+
+def test_multi_table_drop_and_rename_are_one_ddl_per_table(mariadb) -> None:
+    db = mariadb.fresh_db("multi_db")
+    mariadb.run("CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)",
+                "CREATE TABLE c (id INT PRIMARY KEY)", db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false")))
+    mariadb.run("RENAME TABLE a TO a2, b TO b2", "DROP TABLE a2, b2, c", db=db)
+    txs = [tx for tx in src.transactions(follow=False) if tx.events]
+    src.close()
+    ddl = [(tx.events[0].ddl_type, tx.events[0].pre_table.table, tx.events[0].table.table
+            if tx.events[0].table else None, tx.partial) for tx in txs[3:]]
+    assert ddl == [("ActionRenameTable", "a", "a2", True), ("ActionRenameTable", "b", "b2", False),
+                   ("ActionDropTable", "a2", None, True), ("ActionDropTable", "b2", None, True),
+                   ("ActionDropTable", "c", None, False)]
+    ts = [tx.commit_ts for tx in txs]
+    assert ts == sorted(ts) and len(set(ts)) == len(ts)
+    # a piece's position is the statement's start: a checkpoint there replays the whole statement
+    k = [tx.position.key() for tx in txs[3:]]
+    assert k[0] < k[1] == k[2] == k[3] < k[4]

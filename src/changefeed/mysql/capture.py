@@ -47,6 +47,7 @@ def capture(uri: MySQLURI, sink_uri: str, *, follow: bool = True, config: str | 
     last_new = t0
     pending: Transaction | None = None  # the last transaction sent but not yet acknowledged
     interval = uri.flush_interval_ms / 1000
+    pending_done = False
 
     def commit() -> None:
         nonlocal pending, last_flush
@@ -73,14 +74,17 @@ def capture(uri: MySQLURI, sink_uri: str, *, follow: bool = True, config: str | 
                 last_new = now
             elif pending is None and idle_exit_s is not None and now - last_new >= idle_exit_s:
                 break
-            if pending is not None and not tx.bootstrap and (now - last_flush >= interval or not tx.events):
+            if pending is not None and not tx.partial and (now - last_flush >= interval or not tx.events):
                 commit()
                 if on_progress is not None:
                     rep.messages = producer.sent
                     on_progress(rep)
             if max_transactions is not None and rep.transactions >= max_transactions:
                 break
-        commit()
+        else:
+            pending_done = True  # the source is exhausted: even a partial last piece completed what it began
+        if pending is not None and (not pending.partial or pending_done):
+            commit()
         producer.close()
     finally:
         transport.close()

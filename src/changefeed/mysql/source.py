@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ddl import action_from_query
+from ..ddl import action_from_query, split_top_level
 from ..model import Event, Kind, TableInfo
 from ..sqlschema import SchemaError, SchemaTracker
 from ..state import TableState, UpstreamState, row_key
@@ -45,12 +45,35 @@ class Transaction:
     events: list[Event]
     position: Position
     commit_ts: int
-    bootstrap: bool = False  # part of a fresh start: the position is only reached once all of them are out
+    partial: bool = False  # a piece (of a snapshot, of a multi-table statement): its position is reached only
+    # once the last piece is out, so no checkpoint is taken after it
 
 
 @dataclass
 class _Open:
     events: list[Event] = field(default_factory=list)
+
+
+_MULTI_TABLE = re.compile(r"^(DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?|RENAME\s+TABLES?\s+)(.*?)"
+                          r"(\s+(?:RESTRICT|CASCADE))?$", re.I | re.S)
+
+
+def split_multi_table(query: str) -> list[str]:
+    """`DROP TABLE a, b` -> `DROP TABLE a`, `DROP TABLE b` (and RENAME TABLE's pairs); other statements as
+    they are."""
+    q = " ".join(re.sub(r"/\*.*?\*/", " ", query, flags=re.S).split()).rstrip(";").strip()
+    m = _MULTI_TABLE.match(q)
+    if m is None:
+        return [query]
+    items = [i.strip() for i in split_top_level(m.group(2)) if i.strip()]
+    if len(items) < 2:
+        return [query]
+    head = m.group(1)
+    if head.upper().startswith("DROP"):
+        head = "DROP TABLE " + ("IF EXISTS " if re.search(r"IF\s+EXISTS", head, re.I) else "")
+    else:
+        head = "RENAME TABLE "
+    return [head + i for i in items]
 
 
 class CommitClock:
@@ -116,7 +139,7 @@ class BinlogSource:
                 self.tracker.put(t)
                 ts = self.clock.next(now_ms)
                 ev = Event(kind=Kind.DDL, commit_ts=ts, table=t, query=sql, ddl_type="ActionCreateTable")
-                yield Transaction([ev], pos, ts, True)
+                yield Transaction([ev], pos, ts, partial=True)
             if read is not None:
                 ts = self.clock.next(now_ms)
                 for _, t in defs:
@@ -125,10 +148,10 @@ class BinlogSource:
                     for r in read.rows(t):
                         batch.append(Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=conv.row(r, None)))
                         if len(batch) >= 1000:  # one commit ts; handed on in pieces to bound memory
-                            yield Transaction(batch, pos, ts, True)
+                            yield Transaction(batch, pos, ts, partial=True)
                             batch = []
                     if batch:
-                        yield Transaction(batch, pos, ts, True)
+                        yield Transaction(batch, pos, ts, partial=True)
         finally:
             if read is not None:
                 read.close()
@@ -204,9 +227,14 @@ class BinlogSource:
                 c.set_values = list(ct.elements)
             c.unsigned = ct.unsigned
 
-    def _ddl(self, ev: Any, ms: int) -> list[Event]:
+    def _ddl(self, ev: Any) -> list[Event]:
+        """The DDL events of a query event: one per table for DROP TABLE a, b and RENAME TABLE a TO b, c TO d
+        (as TiDB runs them, one job each)."""
         q = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
         schema = ev.schema.decode("utf-8") if isinstance(ev.schema, bytes) else str(ev.schema or "")
+        return [e for part in split_multi_table(q) for e in self._ddl_one(part, schema)]
+
+    def _ddl_one(self, q: str, schema: str) -> list[Event]:
         try:
             before, after = self.tracker.apply(q, schema)
         except SchemaError as e:
@@ -331,19 +359,26 @@ class BinlogSource:
                 elif _NOT_DDL.match(q):
                     continue
                 else:
-                    ddl = self._ddl(ev, ev.timestamp * 1000)
+                    ddl = self._ddl(ev)
                     end = True
             if not end:
                 continue
-            events = (open_tx.events if open_tx else []) + ddl
+            events = open_tx.events if open_tx else []
             open_tx = None
+            before = self.position
             self.position = Position(stream.log_file, stream.log_pos, gtid)
-            ts = self.clock.next(ev.timestamp * 1000) if events else self.clock.last
-            for e in events:
-                e.commit_ts = ts
-            self.stats["rows"] += sum(1 for e in events if e.kind is not Kind.DDL)
             self.stats["transactions"] += 1
-            yield Transaction(events, self.position, ts)
+            if ddl:  # each DDL its own commit ts; the statement's position once the last one is out
+                for i, e in enumerate(ddl):
+                    e.commit_ts = self.clock.next(ev.timestamp * 1000)
+                    last = i == len(ddl) - 1
+                    yield Transaction([e], self.position if last else before, e.commit_ts, partial=not last)
+            else:
+                ts = self.clock.next(ev.timestamp * 1000) if events else self.clock.last
+                for e in events:
+                    e.commit_ts = ts
+                self.stats["rows"] += len(events)
+                yield Transaction(events, self.position, ts)
             if until is not None and self.position.key() >= until.key():
                 return
 
