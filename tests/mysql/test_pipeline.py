@@ -3,29 +3,33 @@
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from changefeed.cli import app
-from changefeed.job import Hooks, RunOptions, run
+from changefeed.job import Hooks, RunOptions, default_sink, run
+from changefeed.model import Kind
 from changefeed.mysql.source import live_state
 from changefeed.mysql.uri import parse_mysql_uri
+from changefeed.spark.verify import events_from_stream
 
 from .test_types import DDL, ROW
 
 
-class _StartWriting(Hooks):
-    """Starts the SQL writer once the source is producing (its snapshot taken), so the writes reach the lake
-    through the binlog, not the snapshot."""
+class _WriteOnce(Hooks):
+    """Writes the SQL changes when the source has produced its first event (its snapshot taken), in the
+    producer's thread, so they are committed before the source reads on: they reach the lake through the
+    binlog, not the snapshot."""
 
-    def __init__(self, write: threading.Thread) -> None:
-        self.write = write
+    def __init__(self, write: Callable[[], None]) -> None:
+        self.write: Callable[[], None] | None = write
 
     def produced(self, events: int) -> None:
-        if not self.write.is_alive() and self.write.ident is None:
-            self.write.start()
+        if self.write is not None:
+            write, self.write = self.write, None
+            write()
 
 
 def test_run_from_mysql_to_delta_and_verify_against_the_live_tables(mariadb, spark, tmp_path: Path) -> None:
@@ -50,10 +54,14 @@ def test_run_from_mysql_to_delta_and_verify_against_the_live_tables(mariadb, spa
             "CREATE TABLE later (k INT PRIMARY KEY, v BLOB)", "INSERT INTO later VALUES (1, x'00ff'), (2, NULL)",
             db=db)
 
-    writer = threading.Thread(target=writes)
-    opts = RunOptions(source=mariadb.uri(f"{db}.*"), work=tmp_path / "run", rate=40, trigger_interval="1 second")
-    rep = run(spark, opts, _StartWriting(writer))
-    writer.join()
+    hooks = _WriteOnce(writes)
+    opts = RunOptions(source=mariadb.uri(f"{db}.*"), work=tmp_path / "run")
+    rep = run(spark, opts, hooks)
+    assert hooks.write is None, "the changes were written while the source was running"
+    # ... and came through the binlog: updates, deletes and DDL in the stream (a snapshot has inserts only)
+    stream = events_from_stream(default_sink(opts).split("?")[0], opts.protocol, opts.options)
+    assert {Kind.UPDATE, Kind.DELETE} <= {e.kind for e in stream}
+    assert {"ActionAddColumn", "ActionCreateTable"} <= {e.ddl_type for e in stream if e.kind is Kind.DDL}
     v = rep.verification
     assert v is not None
     assert v.ok, [(t.name, t.problem, t.samples) for t in v.tables if not t.ok]

@@ -90,6 +90,16 @@ class CommitClock:
         return ts
 
 
+def _connect(**kw: Any) -> Any:
+    """pymysql.connect with the reader's deprecated argument names (db, passwd) spelled as pymysql wants."""
+    import pymysql
+
+    for old, new in (("db", "database"), ("passwd", "password")):
+        if old in kw:
+            kw[new] = kw.pop(old)
+    return pymysql.connect(**kw)
+
+
 class BinlogSource:
     """Reads a server's binlog from a checkpoint (or from now, optionally after a snapshot).
 
@@ -187,7 +197,7 @@ class BinlogSource:
                                  "password": self.uri.password},
             server_id=self.uri.server_id, resume_stream=True, blocking=blocking, log_file=pos.file,
             log_pos=pos.pos, only_events=events, slave_heartbeat=1 if blocking else None, enable_logging=False,
-            is_mariadb=False)
+            is_mariadb=False, pymysql_wrapper=_connect)
 
     def _table(self, schema: str, table: str) -> TableInfo | None:
         t = self.tracker.get(schema, table)
