@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from changefeed.model import Kind
 from changefeed.mysql.source import BinlogSource
 from changefeed.mysql.uri import parse_mysql_uri
@@ -155,3 +157,32 @@ def test_multi_table_drop_and_rename_are_one_ddl_per_table(mariadb) -> None:
     # a piece's position is the statement's start: a checkpoint there replays the whole statement
     k = [tx.position.key() for tx in txs[3:]]
     assert k[0] < k[1] == k[2] == k[3] < k[4]
+
+
+def test_a_definition_that_disagrees_with_the_binlog_is_caught(mariadb) -> None:
+    """As if a DDL had not been followed: the tracked definition names other columns than the binlog."""
+    from changefeed.model import Column, TableInfo
+    from changefeed.mysql.server import SourceError
+
+    db = mariadb.fresh_db("drift_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY, a INT)", db=db)
+    stale = TableInfo(db, "t", [Column("id", "int", primary_key=True, nullable=False), Column("b", "int")])
+    def stale_source() -> tuple[BinlogSource, object]:
+        src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false")))
+        it = src.transactions(follow=False)
+        assert next(it).events[0].ddl_type == "ActionCreateTable"  # the start's definition, replaced:
+        src.tracker.put(stale)
+        return src, it
+
+    src, it = stale_source()
+    mariadb.run("INSERT INTO t VALUES (1, 10)", db=db)
+    rows = [e.after for tx in it for e in tx.events if e.kind is Kind.INSERT]
+    src.close()
+    assert rows == [{"id": 1, "a": 10}]  # the server's definition matches the binlog's columns: taken
+
+    src, it = stale_source()
+    mariadb.run("INSERT INTO t VALUES (2, 20)", "ALTER TABLE t ADD COLUMN c INT", db=db)
+    with pytest.raises(SourceError, match=r"drift_db.t has the columns \['id', 'a'\] there, the definition "
+                                          r"followed from its DDL \['id', 'b'\]"):
+        list(it)
+    src.close()

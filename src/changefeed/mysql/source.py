@@ -218,6 +218,30 @@ class BinlogSource:
             self._converters[id(t)] = hit
         return hit[1]
 
+    def _check_table_map(self, ev: Any) -> None:
+        """The table map of the rows that follow: without names (binlog_row_metadata other than FULL) they come
+        from the tracked definition; with them, they must agree with it (a DDL the tracker could not follow is
+        caught here, and the server's definition taken when it matches the binlog's columns)."""
+        t = self._table(ev.schema, ev.table)
+        if t is None:
+            return
+        names = [c.name for c in ev.columns]
+        if all(n is None for n in names):
+            self._fill_metadata(ev, t)
+            return
+        if names == [c.name for c in t.columns]:
+            return
+        try:
+            _, now = server.show_create(self.ctl, ev.schema, ev.table)
+        except Exception:  # noqa: BLE001 - dropped since: no definition to take
+            now = None
+        if now is not None and names == [c.name for c in now.columns]:
+            self.tracker.put(now)
+            return
+        raise SourceError(f"binlog {self._here()}: {ev.schema}.{ev.table} has the columns {names} there, the "
+                          f"definition followed from its DDL {[c.name for c in t.columns]}: a DDL statement the "
+                          "capture could not follow")
+
     def _fill_metadata(self, ev: Any, t: TableInfo) -> None:
         """Without binlog_row_metadata=FULL the table map has no names, charsets nor enum/set values: take them
         from the definition tracked at this position."""
@@ -313,10 +337,8 @@ class BinlogSource:
                 gtid = ev.gtid
                 continue
             if isinstance(ev, TableMapEvent):
-                if not self.metadata_full:
-                    t = self._table(ev.schema, ev.table)
-                    if t is not None:
-                        self._fill_metadata(ev, t)
+                if self.uri.wants(ev.schema, ev.table):
+                    self._check_table_map(ev)
                 continue
             if isinstance(ev, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
                 if not self.uri.wants(ev.schema, ev.table):
