@@ -78,6 +78,8 @@ def test_a_capture_killed_mid_stream_and_restarted_loses_nothing(mariadb, tmp_pa
                     cur.execute(f"INSERT INTO t VALUES ({i}, {i}, 'new')")
                     if i % 3 == 0:
                         cur.execute(f"UPDATE t SET v = v + 1000 WHERE id = {i - 1}")
+                    if i % 200 == 0:  # the server moves on to a new binlog file
+                        cur.execute("FLUSH BINARY LOGS")
                     if i % 50 == 0:  # a transaction of several changes
                         cur.execute("BEGIN")
                         cur.execute(f"DELETE FROM t WHERE id = {i - 2}")

@@ -433,7 +433,7 @@ def live_state(uri: MySQLURI) -> tuple[UpstreamState, Position]:
     try:
         state = UpstreamState()
         for _, t in read.tables:
-            st = state.tables.setdefault((t.schema, t.table), _table_state(t))
+            st = state.tables.setdefault((t.schema, t.table), TableState(t))
             conv = RowConverter(t)
             for r in read.rows(t):
                 row = conv.row(r, None)
@@ -441,10 +441,6 @@ def live_state(uri: MySQLURI) -> tuple[UpstreamState, Position]:
         return state, read.position
     finally:
         read.close()
-
-
-def _table_state(t: TableInfo) -> TableState:
-    return TableState(t)
 
 
 def mysql_events(source: str, state_box: list[UpstreamState]) -> Iterator[Event]:
