@@ -80,10 +80,12 @@ def test_run_avro_over_files(spark, schema_registry_url: str, tmp_path: Path, pr
 
 
 @pytest.mark.parametrize(("protocol", "options"), [("canal-json", {"enable-tidb-extension": "true"}),
-                                                   ("simple", {}), AVRO_CASES[0]], ids=["canal-json", "simple", "avro"])
+                                                   ("simple", {"encoding-format": "avro"}), ("debezium", {}),
+                                                   *AVRO_CASES],
+                         ids=["canal-json", "simple-avro", "debezium", "avro", "debezium-avro"])
 def test_run_over_kafka(spark, kafka_broker: str, schema_registry_url: str, tmp_path: Path, protocol: str,
                         options: dict[str, str]) -> None:
-    if protocol == "avro":  # one topic per table, created mid-stream: the consumer subscribes by pattern
+    if protocol in ("avro", "debezium-avro"):  # a topic per table, made mid-stream: the consumer takes a pattern
         options = {**options, "schema-registry": schema_registry_url}
     q = "&".join(f"{k}={v}" for k, v in options.items())
     uri = f"kafka://{kafka_broker}/run-{protocol}-{os.getpid()}?protocol={protocol}&partition-num=3" + \

@@ -23,6 +23,7 @@ from changefeed.eventline import EventWriter
 from changefeed.model import Column, Event, Index, Kind, TableInfo
 from changefeed.produce import Producer
 from changefeed.sink import resolve
+from changefeed.spark.apply import read_progress
 from changefeed.spark.pipeline import apply_changes, read_changes
 from changefeed.spark.verify import verify
 from changefeed.state import final_state
@@ -110,8 +111,7 @@ def test_stream_to_delta_in_order_exactly_once(spark, tmp_path: Path, protocol: 
 
     copy_records(staged, live, "t", {0: 1.0, 1: 0.8, 2: 0.6})
     consume(spark, live, lake, protocol, options)
-    progress = spark.read.format("delta").load(str(lake / "_changefeed/progress"))
-    applied = progress.orderBy(progress.batch_id.desc()).first()["applied_ts"]
+    applied = read_progress(spark, str(lake), last=True)[0]["applied_ts"]
     assert 0 < applied < max(e.commit_ts for e in events)
     lake_equals(spark, lake, final_state(events, upto=applied))
 
@@ -224,11 +224,11 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(spark, kafka_broker: s
     consume_cmd = [*cli, "consume", "--from", uri, "--lake", str(lake), "--max-records-per-trigger", "60"]
     proc = subprocess.Popen([*consume_cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    progress = lake / "_changefeed/progress/_delta_log"
+    progress = lake / "_changefeed/progress"
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
-            if progress.exists() and len(list(progress.glob("*.json"))) >= 2:
+            if progress.exists() and len(list(progress.glob("batch-*.json"))) >= 2:
                 break
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
             time.sleep(0.2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ROW_KINDS_SQL = "('insert', 'update', 'delete')"
+DEAD_LETTER_SCHEMA = "topic string, partition int, offset long, key binary, value binary, reason string, _batch long"
 START_AT, END_AT = "__START_AT", "__END_AT"
 TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                     "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
@@ -72,6 +74,26 @@ def _table_of(table_def: str) -> TableInfo:
                      indexes=[Index("PRIMARY", list(pk), primary=True, unique=True)] if pk else [])
 
 
+def read_progress(spark: SparkSession, lake: str, *, last: bool = False) -> list[dict[str, Any]]:
+    """The consumer's progress records (one per micro-batch: applied watermark, per-partition watermarks,
+    rows, errors, seconds per step), oldest first; `last=True`: only the latest."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    folder = jvm.org.apache.hadoop.fs.Path(f"{lake.rstrip('/')}/_changefeed/progress")
+    fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    if not fs.exists(folder):
+        return []
+    names = sorted(st.getPath().getName() for st in fs.listStatus(folder))
+    names = [n for n in names if n.startswith("batch-") and n.endswith(".json")]
+    out = []
+    for n in names[-1:] if last else names:
+        stream = fs.open(jvm.org.apache.hadoop.fs.Path(folder, n))
+        try:
+            out.append(orjson.loads(bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))))
+        finally:
+            stream.close()
+    return out
+
+
 def _richness(d: Ddl) -> tuple[bool, bool]:
     return bool(d.after is not None and d.after.columns), bool(d.before is not None and d.before.columns)
 
@@ -108,6 +130,20 @@ class BatchReport:
     max_ts: int = 0  # the latest commit ts among the batch's changes
     tables: set[str] = field(default_factory=set)
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step, for reports and benchmarks
+
+
+class _Laps:
+    """Adds the time since the previous lap to a report's phase."""
+
+    def __init__(self, rep: BatchReport) -> None:
+        self.rep = rep
+        self.t = time.monotonic()
+
+    def __call__(self, phase: str) -> None:
+        now = time.monotonic()
+        self.rep.phases[phase] = self.rep.phases.get(phase, 0.0) + now - self.t
+        self.t = now
 
 
 @dataclass
@@ -164,6 +200,9 @@ class ChangeApplier:
         self._drift: dict[tuple[str, str], TableInfo] = {}
         # per partition: the least commit ts its next change can have (for deletes that carry none)
         self.floors: dict[str, int] = {}
+        self._ddl_ts = 0  # the commit ts of the latest DDL applied
+        # batches whose rows are not all applied yet: their latest commit ts
+        self._pending_rows: dict[int, int] = {}
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -245,15 +284,21 @@ class ChangeApplier:
         self._loaded = True
         from pyspark.sql import functions as F
 
-        if self.exists(self.progress):
-            last = (self.spark.read.format("delta").load(self.progress).orderBy(F.col("batch_id").desc())
-                    .limit(1).collect())
-            if last:
-                self.applied_ts = last[0]["applied_ts"]
-                self.watermarks = orjson.loads(last[0]["watermarks"])
-                self.floors = orjson.loads(last[0].asDict().get("floors") or "{}")
+        if not self.exists(self.dead):  # there from the start, so readers find it empty rather than missing
+            self.spark.createDataFrame([], DEAD_LETTER_SCHEMA).write.format("delta").mode("append").save(self.dead)
+        last = self._last_progress()
+        if last is not None:
+            self.applied_ts = last["applied_ts"]
+            self.watermarks = last["watermarks"]
+            self.floors = last.get("floors") or {}
+            self._ddl_ts = last.get("ddl_ts") or 0
         if self.exists(self.bronze):
-            self._learn(self._ctrl_rows(self.spark.read.format("delta").load(self.bronze)))
+            bronze = self.spark.read.format("delta").load(self.bronze)
+            self._learn(self._ctrl_rows(bronze))
+            if self.o.watermarks:
+                self._pending_rows = {r["_batch"]: r["ts"] for r in bronze.where(
+                    f"kind IN {ROW_KINDS_SQL} AND commit_ts > {self.applied_ts}").groupBy("_batch").agg(
+                    F.max("commit_ts").alias("ts")).collect()}
 
     def _ctrl_rows(self, rows: DataFrame) -> list[Any]:
         """What the driver learns from changes: DDL and BOOTSTRAP (and truncates the user marks) in order,
@@ -263,12 +308,18 @@ class ChangeApplier:
         cond = "kind IN ('ddl', 'bootstrap')"
         if self.o.apply_as_truncates:
             cond += f" OR coalesce({self.o.apply_as_truncates}, false)"
-        ctrl = (rows.where(cond).select(*self._ctrl_columns())
-                .orderBy("commit_ts", "topic", "partition", "offset", "idx").collect())
-        shapes = (rows.where("kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL")
-                  .groupBy("table_def").agg(F.min("commit_ts").alias("commit_ts"))
-                  .orderBy("commit_ts").collect())
-        return [*({"kind": "insert", "table_def": r["table_def"], "_truncate": False} for r in shapes), *ctrl]
+        # the decoder writes a row's table definition only where it first meets a shape: few rows, one job
+        shape = "kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL"
+        got = rows.where(f"({cond}) OR ({shape})").select(*self._ctrl_columns(), F.expr(shape).alias("_shape")) \
+            .collect()
+        ctrl = sorted((r for r in got if not r["_shape"]),
+                      key=lambda r: (r["commit_ts"], r["topic"], r["partition"], r["offset"], r["idx"]))
+        first: dict[str, int] = {}
+        for r in got:
+            if r["_shape"] and (r["table_def"] not in first or r["commit_ts"] < first[r["table_def"]]):
+                first[r["table_def"]] = r["commit_ts"]
+        shapes = sorted(first.items(), key=lambda x: x[1])
+        return [*({"kind": "insert", "table_def": d, "_truncate": False} for d, _ in shapes), *ctrl]
 
     def _ctrl_columns(self) -> list[Any]:
         from pyspark.sql import functions as F
@@ -285,7 +336,9 @@ class ChangeApplier:
                         r["database"], r["table"],
                         table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
                         table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
-                if d.commit_ts > self.applied_ts or not self.o.watermarks:
+                # applied already: below the applied watermark, or (without watermarks) at or below the latest
+                # DDL taken (every partition has a copy of a DDL, in commit order: later copies are repeats)
+                if d.commit_ts > (self.applied_ts if self.o.watermarks else self._ddl_ts):
                     have = self.pending.get((d.commit_ts, d.query))
                     # the same DDL from several partitions: keep the copy that carries the most definition
                     if have is None or _richness(d) > _richness(have):
@@ -327,12 +380,12 @@ class ChangeApplier:
 
     def next_batch_id(self) -> int:
         """For changes applied as a batch: one more than the last batch the lake recorded."""
-        if not self.exists(self.progress):
-            return 0
-        from pyspark.sql import functions as F
+        last = self._last_progress()
+        return 0 if last is None else int(last["batch_id"]) + 1
 
-        last = self.spark.read.format("delta").load(self.progress).agg(F.max("batch_id")).collect()[0][0]
-        return 0 if last is None else int(last) + 1
+    def _last_progress(self) -> dict[str, Any] | None:
+        got = read_progress(self.spark, self.lake, last=True)
+        return got[-1] if got else None
 
     def partitions(self) -> dict[str, int]:
         p = self._partitions
@@ -356,21 +409,13 @@ class ChangeApplier:
         t0 = time.monotonic()
         self._load()
         rep = BatchReport(batch_id)
+        lap = _Laps(rep)
         changes = changes.persist()
         try:
-            errors = changes.where("kind = 'error'")
-            rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
-            if self.o.untimed_deletes:
-                rows = self._date_deletes(rows)
-            (errors.select("topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
-                           F.lit(batch_id).cast("long").alias("_batch"))
-             .write.format("delta").mode("append").option("txnAppId", self.app_id)
-             .option("txnVersion", batch_id).save(self.dead))
-            rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
-                "txnVersion", batch_id).save(self.bronze)
-            # one job: counts, the latest commit ts, and each partition's watermark (not one row per watermark)
+            # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark
             agg = changes.groupBy("kind", "topic", "partition").agg(F.count("*").alias("n"),
                                                                     F.max("commit_ts").alias("ts")).collect()
+            lap("decode")
             counts: Counter[str] = Counter()
             for r in agg:
                 counts[r["kind"]] += r["n"]
@@ -378,43 +423,95 @@ class ChangeApplier:
             marks = [(f"{r['topic']}/{r['partition']}", r["ts"]) for r in agg if r["kind"] == "watermark"]
             rep.errors = counts.get("error", 0)
             rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
-            ctrl = self._ctrl_rows(rows)
+            rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
+            if self.o.untimed_deletes:
+                rows = self._date_deletes(rows)
+            # the changelog and dead letters are appended while the tables are merged (a Delta commit is mostly
+            # driver time; nothing below reads this batch from them): both are in before the progress is saved
+            appended: list[BaseException] = []
+            writer = threading.Thread(target=self._append_batch, args=(changes, rows, batch_id, rep, appended),
+                                      name=f"changelog-{batch_id}", daemon=True)
+            writer.start()
+            self._learn(self._ctrl_rows(rows))
+            lap("control")
+            for k, ts in marks:
+                self.watermarks[k] = max(self.watermarks.get(k, 0), ts)
+            if self.o.untimed_deletes:
+                for r in agg:
+                    if r["kind"] in ("insert", "update", "delete", "watermark") and r["ts"]:
+                        k = f"{r['topic']}/{r['partition']}"
+                        self.floors[k] = max(self.floors.get(k, 0), r["ts"] + (r["kind"] == "watermark"))
+            row_kinds = f"kind IN {ROW_KINDS_SQL}"
+            if self.o.watermarks:
+                if rep.rows_in:
+                    self._pending_rows[batch_id] = rep.max_ts
+                hi = self.global_watermark()
+                rep.watermark = hi
+                if hi > self.applied_ts:
+                    span = f"{row_kinds} AND commit_ts > {self.applied_ts} AND commit_ts <= {hi}"
+                    # this batch's rows from the cache; earlier batches' only if they still hold rows past the
+                    # applied watermark (each batch's files carry its _batch: Delta skips the others)
+                    window = rows.where(span)
+                    older = [b for b in self._pending_rows if b != batch_id]
+                    if older:
+                        window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
+                            f"_batch >= {min(older)} AND _batch < {batch_id} AND {span}"))
+                    self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None, lap=lap)
+                    self.applied_ts = hi
+                    self._pending_rows = {b: ts for b, ts in self._pending_rows.items() if ts > hi}
+            else:
+                self._apply_window(rows.where(row_kinds), 0, 0, rep, key_mode_batch=batch_id, lap=lap)
+            writer.join()
+            if appended:
+                raise appended[0]
+            lap("changelog wait")
         finally:
             changes.unpersist()
-        for k, ts in marks:
-            self.watermarks[k] = max(self.watermarks.get(k, 0), ts)
-        if self.o.untimed_deletes:
-            for r in agg:
-                if r["kind"] in ("insert", "update", "delete", "watermark") and r["ts"]:
-                    k = f"{r['topic']}/{r['partition']}"
-                    self.floors[k] = max(self.floors.get(k, 0), r["ts"] + (r["kind"] == "watermark"))
-        self._learn(ctrl)
-        if self.o.watermarks:
-            hi = self.global_watermark()
-            rep.watermark = hi
-            if hi > self.applied_ts:
-                window = (self.spark.read.format("delta").load(self.bronze)
-                          .where(f"kind IN {ROW_KINDS_SQL} AND commit_ts > {self.applied_ts} AND commit_ts <= {hi}"))
-                self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None)
-                self.applied_ts = hi
-        else:
-            window = (self.spark.read.format("delta").load(self.bronze)
-                      .where(f"kind IN {ROW_KINDS_SQL} AND _batch = {batch_id}"))
-            self._apply_window(window, 0, 0, rep, key_mode_batch=batch_id)
         rep.applied_ts = self.applied_ts
         self._save_progress(batch_id, rep)
+        lap("progress")
         rep.seconds = time.monotonic() - t0
         if self.on_batch is not None:
             self.on_batch(rep)
         return rep
 
+    def _append_batch(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                      failed: list[BaseException]) -> None:
+        from pyspark.sql import functions as F
+
+        try:
+            t0 = time.monotonic()
+            if rep.errors:
+                (changes.where("kind = 'error'")
+                 .select("topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
+                         F.lit(batch_id).cast("long").alias("_batch"))
+                 .write.format("delta").mode("append").option("txnAppId", self.app_id)
+                 .option("txnVersion", batch_id).save(self.dead))
+            rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
+                "txnVersion", batch_id).save(self.bronze)
+            rep.phases["changelog (alongside)"] = time.monotonic() - t0
+        except BaseException as e:  # re-raised by the batch's thread
+            failed.append(e)
+
     def _save_progress(self, batch_id: int, rep: BatchReport) -> None:
-        row = [(batch_id, self.applied_ts, orjson.dumps(self.watermarks).decode(), rep.rows_in, rep.errors,
-                int(time.time() * 1000), orjson.dumps(self.floors).decode())]
-        (self.spark.createDataFrame(row, "batch_id long, applied_ts long, watermarks string, rows long, "
-                                         "errors long, at_ms long, floors string")
-         .write.format("delta").mode("append").option("txnAppId", self.app_id).option("txnVersion", batch_id)
-         .option("mergeSchema", "true").save(self.progress))
+        """One small JSON file per micro-batch, written aside and renamed: the last one says where a restarted
+        consumer stands (a Delta commit here cost ~2 s a batch for one row)."""
+        rec = {"batch_id": batch_id, "applied_ts": self.applied_ts, "watermarks": self.watermarks,
+               "rows": rep.rows_in, "errors": rep.errors, "at_ms": int(time.time() * 1000), "floors": self.floors,
+               "ddl_ts": self._ddl_ts, "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
+        fs, folder = self._fs(self.progress)
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        tmp = jvm.org.apache.hadoop.fs.Path(folder, f".batch-{batch_id:020d}.json.tmp")
+        out = fs.create(tmp, True)
+        try:
+            out.write(bytearray(orjson.dumps(rec)))
+        finally:
+            out.close()
+        final = jvm.org.apache.hadoop.fs.Path(folder, f"batch-{batch_id:020d}.json")
+        if fs.exists(final):
+            fs.delete(final, False)  # the same batch again (a replay): its newer outcome
+        if not fs.rename(tmp, final):
+            raise ApplyError(f"cannot write the consumer's progress at {final}")
 
     def _date_deletes(self, rows: DataFrame) -> DataFrame:
         """A delete that carries no commit ts (an Avro tombstone) takes the least its partition allows: the
@@ -438,7 +535,7 @@ class ChangeApplier:
 
     # --- windows, segments, tables ----------------------------------------------------------------
     def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
-                      key_mode_batch: int | None) -> None:
+                      key_mode_batch: int | None, lap: Callable[[str], None] | None = None) -> None:
         """Rows in (lo, hi] and the DDL among them: each table's rows up to a DDL that touches it, the DDL,
         then its later rows. A DDL splits only the tables it names, so one table's DDL costs others nothing.
         """
@@ -463,6 +560,8 @@ class ChangeApplier:
                 stamps.setdefault(k, []).append(r["commit_ts"])
             for v in stamps.values():
                 v.sort()
+            if lap is not None:
+                lap("window")
             done: dict[tuple[str, str], int] = {}  # per table: rows applied up to this commit ts
 
             def any_rows(table: tuple[str, str], start: int, upto: int, inclusive: bool) -> bool:
@@ -497,11 +596,14 @@ class ChangeApplier:
                 self._apply_ddl(d, version(d.commit_ts, True, step))
                 self.pending.pop((d.commit_ts, d.query), None)
                 self._learn_ddl(d)
+                self._ddl_ts = max(self._ddl_ts, d.commit_ts)
                 rep.ddl_applied += 1
             end = hi if key_mode_batch is None else (1 << 63) - 1
             for table in sorted(counts):
                 flush(table, end, len(ddls), inclusive=True)
             rep.rows_applied += sum(counts.values())
+            if lap is not None:
+                lap("merge")
         finally:
             window.unpersist()
 
@@ -780,8 +882,7 @@ class ChangeApplier:
 
     def _record_skipped(self, d: Ddl, reason: str) -> None:
         row = [(f"ddl@{d.commit_ts}", -1, -1, None, d.query.encode(), reason, -1)]
-        (self.spark.createDataFrame(row, "topic string, partition int, offset long, key binary, value binary, "
-                                         "reason string, _batch long")
+        (self.spark.createDataFrame(row, DEAD_LETTER_SCHEMA)
          .write.format("delta").mode("append").save(self.dead))
 
     def _ddl(self, d: Ddl, version: int) -> None:
