@@ -201,6 +201,8 @@ class ChangeApplier:
         # per partition: the least commit ts its next change can have (for deletes that carry none)
         self.floors: dict[str, int] = {}
         self._ddl_ts = 0  # the commit ts of the latest DDL applied
+        # micro-batches still cached because they hold rows past the applied watermark: (changes, rows)
+        self._held: dict[int, tuple[DataFrame, DataFrame]] = {}
         # batches whose rows are not all applied yet: their latest commit ts
         self._pending_rows: dict[int, int] = {}
 
@@ -453,12 +455,20 @@ class ChangeApplier:
                     # applied watermark (each batch's files carry its _batch: Delta skips the others)
                     window = rows.where(span)
                     older = [b for b in self._pending_rows if b != batch_id]
-                    if older:
+                    for b in older:
+                        if b in self._held:
+                            window = window.unionByName(self._held[b][1].where(span))
+                    unheld = [b for b in older if b not in self._held]
+                    if unheld:  # after a restart: from the changelog
                         window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
-                            f"_batch >= {min(older)} AND _batch < {batch_id} AND {span}"))
+                            f"_batch >= {min(unheld)} AND _batch < {batch_id} AND {span}"))
                     self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None, lap=lap)
                     self.applied_ts = hi
                     self._pending_rows = {b: ts for b, ts in self._pending_rows.items() if ts > hi}
+                if batch_id in self._pending_rows:  # rows past the watermark: kept cached for a later window
+                    self._held[batch_id] = (changes, rows)
+                for b in [b for b in self._held if b not in self._pending_rows]:
+                    self._held.pop(b)[0].unpersist()
             else:
                 self._apply_window(rows.where(row_kinds), 0, 0, rep, key_mode_batch=batch_id, lap=lap)
             writer.join()
@@ -466,7 +476,8 @@ class ChangeApplier:
                 raise appended[0]
             lap("changelog wait")
         finally:
-            changes.unpersist()
+            if batch_id not in self._held:
+                changes.unpersist()
         rep.applied_ts = self.applied_ts
         self._save_progress(batch_id, rep)
         lap("progress")
