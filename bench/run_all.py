@@ -43,6 +43,9 @@ def main() -> None:
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
         results += spark_pipeline.run(args.spark_changes, 4)
     canal_json.print_table(results)
+    if spark_pipeline.PHASES:
+        print("Kafka->Delta, ours, seconds per step over its micro-batches: "
+              + ", ".join(f"{k} {v:.1f}" for k, v in spark_pipeline.PHASES.items()))
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")

@@ -140,9 +140,14 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
                 c = convs[id(t)] = _Converters(t)
             return c
 
+        seen: dict[int, TableInfo] = {}  # definitions already looked at, by identity (a signature per row costs)
+
         def table_def(t: TableInfo | None) -> bytes | None:
-            if t is None or not t.columns:
+            if t is None or not t.columns or seen.get(id(t)) is t:
                 return None
+            if len(seen) > 4096:
+                seen.clear()
+            seen[id(t)] = t
             sig = t.signature()
             if sig in emitted:
                 return None
