@@ -704,8 +704,7 @@ class ChangeApplier:
         """Add to a table the columns its rows now carry (schema drift in a stream without DDL)."""
         have = set(lake_cols)
         new = [c for c in shape.columns if c.name not in have and c.name not in t.by_name]
-        cols = list(t.columns) + [c for c in new if c.name not in t.by_name]
-        merged = TableInfo(t.schema, t.table, columns=cols, indexes=t.indexes, table_id=t.table_id,
+        merged = TableInfo(t.schema, t.table, columns=[*t.columns, *new], indexes=t.indexes, table_id=t.table_id,
                            version=t.version, charset=t.charset)
         self._set_def((t.schema, t.table), merged)
         added = [f for f in self._schema(merged).fields if f.name in {c.name for c in new}]

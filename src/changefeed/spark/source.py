@@ -75,9 +75,7 @@ class Source:
         if self.scheme == "file":
             assert self.folder is not None
             out = {}
-            existing = [d.name for d in self.folder.iterdir() if d.is_dir()] if self.patterned and \
-                self.folder.is_dir() else []
-            for t in expand_topics(self.topics, existing):
+            for t in _file_topics(self.folder, self.topics):
                 meta = self.folder / t / "meta.json"
                 out[t] = int(orjson.loads(meta.read_bytes())["partitions"]) if meta.exists() else 0
             return out
@@ -154,11 +152,16 @@ class _Range(InputPartition):  # type: ignore[misc]
         self.start, self.end, self.pos = start, end, pos
 
 
-def _partition_files(folder: Path, topics: list[str]) -> list[tuple[str, int, Path]]:
-    out = []
+def _file_topics(folder: Path, topics: list[str]) -> list[str]:
+    """The file transport's topics that names and patterns stand for (a topic is a folder)."""
     existing = [d.name for d in folder.iterdir() if d.is_dir()] if any(map(is_pattern, topics)) and \
         folder.is_dir() else []
-    for t in expand_topics(topics, existing):
+    return expand_topics(topics, existing)
+
+
+def _partition_files(folder: Path, topics: list[str]) -> list[tuple[str, int, Path]]:
+    out = []
+    for t in _file_topics(folder, topics):
         meta = folder / t / "meta.json"
         if not meta.exists():
             continue
