@@ -241,3 +241,46 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(spark, kafka_broker: s
     out = subprocess.run(consume_cmd, cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     lake_equals(spark, lake, final_state(events))
+
+
+def test_avro_without_extension_follows_the_columns_rows_carry(spark, schema_registry_url: str,
+                                                               tmp_path: Path) -> None:
+    """Plain avro sends no DDL and no watermarks (and its deletes are tombstones with no commit ts): the table
+    takes the columns its rows carry, each key applied in its partition's order."""
+    t1 = TableInfo("shop", "items", columns=[Column("id", "int", nullable=False), Column("name", "varchar(20)")],
+                   indexes=[Index("PRIMARY", ["id"], primary=True, unique=True)])
+    t2 = TableInfo("shop", "items", columns=[*t1.columns, Column("price", "decimal(8,2)")], indexes=t1.indexes)
+    ts = iter(range(1 << 40, (1 << 40) + (1 << 30), 1 << 18))
+    events = [Event(Kind.DDL, next(ts), table=t1, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "
+                    "name varchar(20))", ddl_type="ActionCreateTable"),
+              *(Event(Kind.INSERT, next(ts), table=t1, after={"id": i, "name": f"n{i}"}) for i in range(6)),
+              Event(Kind.DELETE, next(ts), table=t1, before={"id": 1, "name": "n1"}),
+              Event(Kind.DDL, next(ts), table=t2, pre_table=t1, query="ALTER TABLE shop.items ADD COLUMN price "
+                    "decimal(8,2)", ddl_type="ActionAddColumn"),
+              Event(Kind.UPDATE, next(ts), table=t2, before={"id": 2, "name": "n2", "price": None},
+                    after={"id": 2, "name": "n2", "price": "9.50"}),
+              Event(Kind.INSERT, next(ts), table=t2, after={"id": 9, "name": "n9", "price": "1.25"}),
+              Event(Kind.DELETE, next(ts), table=t2, before={"id": 9, "name": "n9", "price": "1.25"}),
+              Event(Kind.INSERT, next(ts), table=t2, after={"id": 9, "name": "again", "price": "2.00"})]
+    folder, lake = tmp_path / "stream", tmp_path / "lake"
+    toml = tmp_path / "cf.toml"
+    toml.write_text("[sink]\ndispatchers = [{matcher = ['*.*'], topic = \"t_{schema}_{table}\", "
+                    "partition = \"index-value\"}]\n")
+    sink, cfg, router = resolve(f"file://{folder}/t?protocol=avro&partition-num=2&schema-registry="
+                                f"{schema_registry_url}", toml)
+    transport = FileProducer(sink.folder, sink.partition_num)
+    p = Producer(make_encoder(cfg, topic=router), router, transport, watermark_interval_ms=0)
+    for ev in events:
+        p.send(ev)
+    p.close()
+    transport.close()
+    assert (folder / "t_shop_items").is_dir()
+    changes = read_changes(spark, f"file://{folder}/t_*", "avro", {"schema-registry": schema_registry_url},
+                           schema_store=str(lake / "_schemas"))
+    q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"))
+    q.awaitTermination()
+    assert q.exception() is None
+    got = {r["id"]: (r["name"], None if r["price"] is None else str(r["price"]))
+           for r in spark.read.format("delta").load(str(lake / "shop/items")).collect()}
+    assert got == {0: ("n0", None), 2: ("n2", "9.50"), 3: ("n3", None), 4: ("n4", None), 5: ("n5", None),
+                   9: ("again", "2.00")}

@@ -470,7 +470,8 @@ class ChangeApplier:
                 for b in [b for b in self._held if b not in self._pending_rows]:
                     self._held.pop(b)[0].unpersist()
             else:
-                self._apply_window(rows.where(row_kinds), 0, 0, rep, key_mode_batch=batch_id, lap=lap)
+                # every row of the batch: those with no commit ts too (plain avro carries none)
+                self._apply_window(rows.where(row_kinds), -1, 0, rep, key_mode_batch=batch_id, lap=lap)
             writer.join()
             if appended:
                 raise appended[0]
