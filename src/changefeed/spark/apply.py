@@ -462,7 +462,8 @@ class ChangeApplier:
                     if unheld:  # after a restart: from the changelog
                         window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
                             f"_batch >= {min(unheld)} AND _batch < {batch_id} AND {span}"))
-                    self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None, lap=lap)
+                    self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None, lap=lap,
+                                       from_cache=not unheld)
                     self.applied_ts = hi
                     self._pending_rows = {b: ts for b, ts in self._pending_rows.items() if ts > hi}
                 if batch_id in self._pending_rows:  # rows past the watermark: kept cached for a later window
@@ -471,7 +472,8 @@ class ChangeApplier:
                     self._held.pop(b)[0].unpersist()
             else:
                 # every row of the batch: those with no commit ts too (plain avro carries none)
-                self._apply_window(rows.where(row_kinds), -1, 0, rep, key_mode_batch=batch_id, lap=lap)
+                self._apply_window(rows.where(row_kinds), -1, 0, rep, key_mode_batch=batch_id, lap=lap,
+                                   from_cache=True)
             writer.join()
             if appended:
                 raise appended[0]
@@ -547,7 +549,8 @@ class ChangeApplier:
 
     # --- windows, segments, tables ----------------------------------------------------------------
     def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
-                      key_mode_batch: int | None, lap: Callable[[str], None] | None = None) -> None:
+                      key_mode_batch: int | None, lap: Callable[[str], None] | None = None,
+                      from_cache: bool = False) -> None:
         """Rows in (lo, hi] and the DDL among them: each table's rows up to a DDL that touches it, the DDL,
         then its later rows. A DDL splits only the tables it names, so one table's DDL costs others nothing.
         """
@@ -560,7 +563,8 @@ class ChangeApplier:
         if self.o.apply_as_deletes:
             window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
                                        .otherwise(F.col("kind")))
-        window = window.persist()
+        if not from_cache:  # read from the changelog: once, not once per table and segment
+            window = window.persist()
         try:
             # one job: each table's commit ts and row count, so finding the DDL segments with rows takes none
             per_ts = window.groupBy("database", "table", "commit_ts").agg(F.count("*").alias("n")).collect()
@@ -617,7 +621,8 @@ class ChangeApplier:
             if lap is not None:
                 lap("merge")
         finally:
-            window.unpersist()
+            if not from_cache:
+                window.unpersist()
 
     @staticmethod
     def _touches(d: Ddl, tables: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
