@@ -156,3 +156,11 @@ class Event:
     def subject(self) -> TableInfo | None:
         """The table a message about this event names (for a DDL: after, else before)."""
         return self.table if self.table is not None else self.pre_table
+
+    @property
+    def route_table(self) -> TableInfo | None:
+        """The table whose topic a message goes to. A DDL goes to the topic of the table before it (TiCDC's
+        GetTopicForDDL), so a RENAME TABLE reaches every partition that holds the old name's rows, after them."""
+        if self.kind is Kind.DDL and self.pre_table is not None and self.pre_table.table:
+            return self.pre_table
+        return self.subject

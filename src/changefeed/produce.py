@@ -43,7 +43,7 @@ class Producer:
         return self._current
 
     def _topic_of(self, ev: Event) -> str | None:
-        t = ev.subject
+        t = ev.route_table
         if t is None or not t.table:
             return None
         topic = self.router.topic(t.schema, t.table)

@@ -403,8 +403,9 @@ class DebeziumEncoder:
         if not self.config.debezium_disable_schema:
             key["schema"] = dbz_ddl.KEY_SCHEMA
             value["schema"] = dbz_ddl.value_schema(SOURCE_SCHEMA)
+        r = ev.route_table  # the message's topic: the table's before the DDL (TiCDC's GetTopicForDDL)
         return _ObjMessage(key, value, kind=Kind.DDL, commit_ts=ev.commit_ts,
-                       schema=db, table=t.table if t else None)
+                           schema=r.schema if r else db, table=r.table if r else None)
 
     def _plan(self, t: TableInfo) -> _Plan:
         plan = self._plans.get(id(t))

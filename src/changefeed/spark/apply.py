@@ -162,6 +162,9 @@ class ApplyOptions:
     ddl_definitions: bool = True  # the protocol's DDL carry table definitions (the avro protocol's do not)
     text_dialect: str = "text"  # how images hold values: "text" (types.text_of) or "canal" (canal-json's own)
     untimed_deletes: bool = False  # deletes may carry no commit ts (the avro protocol's tombstones)
+    # without watermarks: the stream sends each DDL to every partition of its topic, after the rows before it
+    # (TiCDC's MQ sink); a DDL then waits for every partition's copy, and rows after it wait for the DDL
+    ddl_barrier: bool = False
 
 
 class ChangeApplier:
@@ -205,6 +208,11 @@ class ChangeApplier:
         self._held: dict[int, tuple[DataFrame, DataFrame]] = {}
         # batches whose rows are not all applied yet: their latest commit ts
         self._pending_rows: dict[int, int] = {}
+        # without watermarks (ddl_barrier): per partition, the latest DDL it delivered a copy of; per pending
+        # DDL, the topics its copies came on; batches holding rows past a DDL still waiting: rows above this ts
+        self._ddl_seen: dict[str, int] = {}
+        self._copies: dict[tuple[int, str], set[str]] = {}
+        self._key_held: dict[int, tuple[int, int]] = {}  # batch -> (rows applied up to, its latest commit ts)
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -294,6 +302,7 @@ class ChangeApplier:
             self.watermarks = last["watermarks"]
             self.floors = last.get("floors") or {}
             self._ddl_ts = last.get("ddl_ts") or 0
+            self._key_held = {int(b): (v[0], v[1]) for b, v in (last.get("held") or {}).items()}
         if self.exists(self.bronze):
             bronze = self.spark.read.format("delta").load(self.bronze)
             self._learn(self._ctrl_rows(bronze))
@@ -338,9 +347,14 @@ class ChangeApplier:
                         r["database"], r["table"],
                         table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
                         table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
+                if r["kind"] == "ddl" and r["topic"] is not None:
+                    k = f"{r['topic']}/{r['partition']}"
+                    self._ddl_seen[k] = max(self._ddl_seen.get(k, 0), d.commit_ts)
                 # applied already: below the applied watermark, or (without watermarks) at or below the latest
                 # DDL taken (every partition has a copy of a DDL, in commit order: later copies are repeats)
                 if d.commit_ts > (self.applied_ts if self.o.watermarks else self._ddl_ts):
+                    if r["kind"] == "ddl" and r["topic"] is not None:
+                        self._copies.setdefault((d.commit_ts, d.query), set()).add(r["topic"])
                     have = self.pending.get((d.commit_ts, d.query))
                     # the same DDL from several partitions: keep the copy that carries the most definition
                     if have is None or _richness(d) > _richness(have):
@@ -471,9 +485,7 @@ class ChangeApplier:
                 for b in [b for b in self._held if b not in self._pending_rows]:
                     self._held.pop(b)[0].unpersist()
             else:
-                # every row of the batch: those with no commit ts too (plain avro carries none)
-                self._apply_window(rows.where(row_kinds), -1, 0, rep, key_mode_batch=batch_id, lap=lap,
-                                   from_cache=True)
+                self._apply_keyed(changes, rows, batch_id, rep, lap)
             writer.join()
             if appended:
                 raise appended[0]
@@ -488,6 +500,50 @@ class ChangeApplier:
         if self.on_batch is not None:
             self.on_batch(rep)
         return rep
+
+    def _apply_keyed(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                     lap: Callable[[str], None]) -> None:
+        """Without watermarks: the batch's rows (those with no commit ts too: plain avro carries none) and the
+        rows earlier batches hold, each key in its order, up to the first DDL still waiting for a partition."""
+        row_kinds = f"kind IN {ROW_KINDS_SQL}"
+        hi = self._barrier()
+        window = rows.where(f"{row_kinds} AND coalesce(commit_ts, 0) <= {hi}")
+        unheld = []
+        for b, (lo, _) in self._key_held.items():
+            if b == batch_id:
+                continue  # a replayed batch: all of it is here
+            if b in self._held:
+                window = window.unionByName(self._held[b][1].where(
+                    f"{row_kinds} AND commit_ts > {lo} AND commit_ts <= {hi}"))
+            else:
+                unheld.append(f"(_batch = {b} AND commit_ts > {lo})")
+        if unheld:  # after a restart: from the changelog
+            window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
+                f"{row_kinds} AND commit_ts <= {hi} AND ({' OR '.join(unheld)})"))
+        self._apply_window(window, -1, hi, rep, key_mode_batch=batch_id, lap=lap, from_cache=not unheld)
+        held = {b: (max(lo, hi), top) for b, (lo, top) in self._key_held.items() if b != batch_id and top > hi}
+        if rep.max_ts > hi:
+            held[batch_id] = (hi, rep.max_ts)
+            self._held[batch_id] = (changes, rows)
+        self._key_held = held
+        for b in [b for b in self._held if b not in held]:
+            if b != batch_id:
+                self._held.pop(b)[0].unpersist()
+            else:
+                self._held.pop(b)
+
+    def _barrier(self) -> int:
+        """Without watermarks, the commit ts rows may be applied up to: just below the first pending DDL that
+        some partition of its topic has not delivered yet (its rows before the DDL may still come)."""
+        top = (1 << 63) - 1
+        if not self.o.ddl_barrier:
+            return top
+        counts = self.partitions()
+        for d in sorted(self.pending.values(), key=lambda d: d.commit_ts):
+            for topic in self._copies.get((d.commit_ts, d.query), ()):
+                if any(self._ddl_seen.get(f"{topic}/{i}", 0) < d.commit_ts for i in range(counts.get(topic) or 0)):
+                    return d.commit_ts - 1
+        return top
 
     def _append_batch(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
                       failed: list[BaseException]) -> None:
@@ -512,7 +568,8 @@ class ChangeApplier:
         consumer stands (a Delta commit here cost ~2 s a batch for one row)."""
         rec = {"batch_id": batch_id, "applied_ts": self.applied_ts, "watermarks": self.watermarks,
                "rows": rep.rows_in, "errors": rep.errors, "at_ms": int(time.time() * 1000), "floors": self.floors,
-               "ddl_ts": self._ddl_ts, "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
+               "ddl_ts": self._ddl_ts, "held": {str(b): list(v) for b, v in self._key_held.items()},
+               "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
         fs, folder = self._fs(self.progress)
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         tmp = jvm.org.apache.hadoop.fs.Path(folder, f".batch-{batch_id:020d}.json.tmp")
@@ -556,10 +613,8 @@ class ChangeApplier:
         """
         from pyspark.sql import functions as F
 
-        if key_mode_batch is None:
-            ddls = sorted((d for d in self.pending.values() if lo < d.commit_ts <= hi), key=lambda d: d.commit_ts)
-        else:
-            ddls = sorted(self.pending.values(), key=lambda d: d.commit_ts)
+        ddls = sorted((d for d in self.pending.values() if (key_mode_batch is not None or lo < d.commit_ts)
+                       and d.commit_ts <= hi), key=lambda d: d.commit_ts)
         if self.o.apply_as_deletes:
             window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
                                        .otherwise(F.col("kind")))
@@ -611,12 +666,12 @@ class ChangeApplier:
                     flush(table, d.commit_ts, step, inclusive=False)
                 self._apply_ddl(d, version(d.commit_ts, True, step))
                 self.pending.pop((d.commit_ts, d.query), None)
+                self._copies.pop((d.commit_ts, d.query), None)
                 self._learn_ddl(d)
                 self._ddl_ts = max(self._ddl_ts, d.commit_ts)
                 rep.ddl_applied += 1
-            end = hi if key_mode_batch is None else (1 << 63) - 1
             for table in sorted(counts):
-                flush(table, end, len(ddls), inclusive=True)
+                flush(table, hi, len(ddls), inclusive=True)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
                 lap("merge")

@@ -33,6 +33,9 @@ def has_watermarks(protocol: str, options: dict[str, str] | None) -> bool:
     return False  # debezium: real Debezium has none; TiCDC's can be consumed with watermarks=True
 
 
+DDL_BROADCAST = ("debezium", "debezium-avro")
+
+
 def default_store(source: Source) -> str:
     h = hashlib.sha1(source.uri.encode()).hexdigest()[:16]
     return str(Path(tempfile.gettempdir()) / "changefeed-schemas" / h)
@@ -93,6 +96,9 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         watermarks=watermarks, on_ddl_error=on_ddl_error,
                         ddl_definitions=not info or info["protocol"] != "avro",
                         untimed_deletes=bool(info) and info["protocol"] == "avro",
+                        # TiCDC sends a Debezium DDL to every partition of its table's topic, after the rows
+                        # before it: without watermarks, the DDL copies are the barrier
+                        ddl_barrier=not watermarks and bool(info) and info["protocol"] in DDL_BROADCAST,
                         text_dialect=info.get("dialect", "text") if info else "text")
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
