@@ -69,13 +69,17 @@ def test_a_replay_after_a_restart_decodes_as_the_first_time(tmp_path: Path, prot
                                   if g != w), "lengths differ")
 
 
-def test_canal_json_on_the_jvm_gives_the_python_decoders_values(spark, tmp_path: Path) -> None:
-    """The two canal-json decoders (from_json on the JVM, the Python one in mapInArrow) must give the same
-    Spark values for every change of a workload with every type family (each in its own text dialect)."""
+@pytest.mark.parametrize("reader", ["jvm", "raw"])
+def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_path: Path, reader: str) -> None:
+    """The fast canal-json readers (from_json on the JVM; the raw JSON in mapInArrow, read_changes' default)
+    keep canal-json's own value text; they must give the same Spark values as the protocol's decoder (datums,
+    then text) for every change of a workload with every type family."""
     from pyspark.sql import functions as F
 
     from changefeed.produce import open_producer
+    from changefeed.spark.decode import decode
     from changefeed.spark.pipeline import read_changes
+    from changefeed.spark.source import parse_source, read_raw
     from changefeed.spark.types import typed
     from changefeed.state import UpstreamState
 
@@ -93,8 +97,9 @@ def test_canal_json_on_the_jvm_gives_the_python_decoders_values(spark, tmp_path:
     opts = {"enable-tidb-extension": "true"}
     src = f"file://{tmp_path}/s/t"
     jvm = read_changes(spark, src, "canal-json", opts, streaming=False, schema_store=str(tmp_path / "a"),
-                       jvm_decode=True)
-    py = read_changes(spark, src, "canal-json", opts, streaming=False, schema_store=str(tmp_path / "b"))
+                       jvm_decode=reader == "jvm")
+    assert jvm._changefeed["dialect"] == "canal"
+    py = decode(read_raw(spark, parse_source(src), streaming=False), "canal-json", opts, str(tmp_path / "b"))
     key = ["partition", "offset", "idx"]
     assert jvm.where("kind = 'error'").count() == 0
     assert sorted(tuple(r) for r in jvm.select(*key, "kind", "commit_ts").collect()) == \
@@ -112,3 +117,123 @@ def test_canal_json_on_the_jvm_gives_the_python_decoders_values(spark, tmp_path:
             assert not diff, (db, name, img, diff)
             compared += a.count()
     assert compared > 500
+
+
+def _avro_extra_rows() -> tuple[object, object, list[dict]]:
+    """A table of the types the workload lacks (unsigned ints, BIT(64), VECTOR, BINARY, BLOB, CHAR, an ENUM
+    member with a comma, edge values), and one with a DECIMAL wider than Spark's (left to Python)."""
+    from changefeed.model import Column, Index, TableInfo
+
+    extra = TableInfo("app", "extra", columns=[
+        Column("id", "int unsigned", nullable=False), Column("tu", "tinyint unsigned"), Column("mi", "mediumint"),
+        Column("bu", "bigint unsigned"), Column("b64", "bit(64)"), Column("b3", "bit(3)"), Column("vec", "vector"),
+        Column("bin", "binary(4)"), Column("bl", "blob"), Column("c", "char(3)"),
+        Column("e", "enum('a','b,c','1')"), Column("s", "set('p','q','r')"), Column("f", "float"),
+        Column("d", "double"), Column("j", "json"), Column("dt", "datetime(6)"), Column("ts", "timestamp(6)"),
+        Column("tm", "time(3)"), Column("y", "year"), Column("dm", "decimal(38,10)"), Column("dz", "decimal(5,0)")],
+        indexes=[Index("PRIMARY", ["id"], primary=True, unique=True)])
+    wide = TableInfo("app", "wide", columns=[Column("id", "varbinary(8)", nullable=False),
+                                             Column("w", "decimal(40,10)")],
+                     indexes=[Index("PRIMARY", ["id"], primary=True, unique=True)])
+    rows = []
+    for i in range(60):
+        k = i % 3
+        rows.append({
+            "id": 4294967295 - i if k == 0 else i, "tu": (255, 0, i)[k], "mi": (-8388608, 8388607, i)[k],
+            "bu": (18446744073709551615, 9223372036854775808, i)[k], "b64": ((1 << 64) - 1, 0, i)[k], "b3": i % 8,
+            "vec": f"[{i}.5,-1e+30,0]", "bin": bytes([i, 0, 255, 10]), "bl": bytes(range(i % 50)) * 3, "c": "日本",
+            "e": i % 4, "s": i % 8, "f": (3.4028235e38, -1.5, 0.1)[k], "d": (1e-300, 2.5e22, -0.1)[k],
+            "j": '{"a": [1, 2]}', "dt": "2024-02-29 23:59:59.999999", "ts": f"20{10 + i % 20}-01-02 03:04:05.000001",
+            "tm": ("-838:59:59.000", "12:00:00.500")[i % 2], "y": (1901, 2155, 0)[k],
+            "dm": ("-9999999999999999999999999999.9999999999", "0.0000000001", "12.5000000000")[k],
+            "dz": str(i * 7 - 50)} | ({} if i % 5 else {"tu": None, "bl": None, "e": None, "s": None, "dt": None}))
+    return extra, wide, rows
+
+
+def test_avro_on_the_jvm_gives_the_python_decoders_rows_and_values(spark, schema_registry_url: str,
+                                                                   tmp_path: Path) -> None:
+    """The two avro decoders (from_avro with the registry's writer schemas; the Python one in mapInArrow) must
+    give the same change rows (kinds, tables, commit ts, table definitions where they are written, dead
+    letters) and the same Spark values for every column of every type family; malformed messages are dead
+    letters on the JVM path too."""
+    from pyspark.sql import functions as F
+
+    from changefeed.eventline import table_from_json
+    from changefeed.model import Event, Kind
+    from changefeed.produce import open_producer
+    from changefeed.spark.pipeline import read_changes
+    from changefeed.spark.types import typed
+
+    extra, wide, rows = _avro_extra_rows()
+    toml = tmp_path / "cf.toml"
+    toml.write_text("[sink]\ndispatchers = [{matcher = ['*.*'], topic = \"t_{schema}_{table}\", "
+                    "partition = \"index-value\"}]\n")
+    opts = {"schema-registry": schema_registry_url, "enable-tidb-extension": "true", "avro-enable-watermark": "true"}
+    query = "&".join(f"{k}={v}" for k, v in opts.items())
+    producer, transport, _ = open_producer(f"file://{tmp_path}/s/t?protocol=avro&partition-num=2&{query}", toml,
+                                           watermark_interval_ms=0)
+    for ev in generate(seed=31, transactions=150):
+        producer.send(ev)
+    # dead letters: a value cut short (as the first message of its table in partition 0, and mid-stream in
+    # partition 1), a key that is not in the Confluent wire format
+    [good] = make_encoder(build_config("avro", opts), topic="t_{schema}_{table}").encode(
+        Event(Kind.INSERT, 1 << 60, table=extra, after=rows[1]))
+    cut = good.value[:12]
+    transport.send("t_app_extra", 0, good.key, cut)
+    ts = 1 << 60
+    for i, row in enumerate(rows):
+        ts += 1 << 18
+        producer.send(Event(Kind.INSERT, ts, table=extra, after=row))
+        if i % 4 == 1:
+            ts += 1 << 18
+            producer.send(Event(Kind.UPDATE, ts, table=extra, before=row, after=dict(rows[(i + 7) % 60], id=row["id"])))
+        if i % 6 == 2:
+            ts += 1 << 18
+            producer.send(Event(Kind.DELETE, ts, table=extra, before=row))
+        if i % 10 == 0:
+            ts += 1 << 18
+            producer.send(Event(Kind.INSERT, ts, table=wide, after={"id": bytes([i, 1]), "w": "-1234567890.5"}))
+        if i == 30:
+            transport.send("t_app_extra", 1, good.key, cut)
+            transport.send("t_app_extra", 1, b"\x07junk", good.value)
+    producer.close()
+    transport.close()
+
+    src = f"file://{tmp_path}/s/t_*"
+    jvm = read_changes(spark, src, "avro", opts, streaming=False, schema_store=str(tmp_path / "a"), jvm_decode=True)
+    py = read_changes(spark, src, "avro", opts, streaming=False, schema_store=str(tmp_path / "b"))
+    jvm, py = jvm.persist(), py.persist()  # decoded once each, then compared many ways
+    plan = jvm._jdf.queryExecution().optimizedPlan().toString()
+    assert "from_avro" in plan and '"name": "extra"' in plan and '"name": "users"' in plan  # not all Python's
+    dialect = jvm._changefeed["dialect"]  # type: ignore[attr-defined]
+
+    plain = ["topic", "partition", "offset", "idx", "kind", "database", "table", "commit_ts", "schema_version",
+             "position", "ddl", "ddl_type", "table_def", "pre_table_def", "error", "key", "value"]
+    shape = [*plain, F.sort_array(F.map_keys("before")).alias("bk"), F.sort_array(F.map_keys("after")).alias("ak")]
+    a = sorted(tuple(r) for r in jvm.select(*shape).collect())
+    b = sorted(tuple(r) for r in py.select(*shape).collect())
+    assert len(a) == len(b) and a == b, next((f"{x}\n!=\n{y}" for x, y in zip(a, b, strict=False) if x != y),
+                                             "lengths differ")
+    errors = {(r[0], r[1], r[2]): r for r in a if r[4] == "error"}
+    assert len(errors) == 3 and all(r[14] and r[16] is not None for r in errors.values()), errors
+    assert {r[4] for r in a} >= {"insert", "update", "delete", "ddl", "watermark"}
+
+    # every column's Spark value, for every table definition the rows carried
+    defs: dict[str, dict[tuple[str, str], object]] = {}
+    for (d,) in py.where("table_def IS NOT NULL AND kind <> 'ddl'").select("table_def").distinct().collect():
+        t = table_from_json(orjson.loads(d))
+        for c in t.columns:
+            defs.setdefault(t.table, {})[(c.name, c.mysql_type)] = c
+    assert {"extra", "wide", "users", "orders"} <= set(defs)
+    key = ["topic", "partition", "offset", "idx"]
+    compared = 0
+    for name, cols in defs.items():
+        va, vb = (df.where(F.col("table") == name).select(*key, *[
+            typed(F.col(img)[c.name], c.type, dialect=dia).alias(f"{img}_{i}")  # type: ignore[attr-defined]
+            for img in ("before", "after") for i, c in enumerate(cols.values())])
+            for df, dia in ((jvm, dialect), (py, "text")))
+        assert not va.exceptAll(vb).limit(1).collect() and not vb.exceptAll(va).limit(1).collect(), name
+        compared += va.count() * len(cols)
+    assert compared > 5000
+    jvm.unpersist()
+    py.unpersist()

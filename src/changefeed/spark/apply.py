@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 ROW_KINDS_SQL = "('insert', 'update', 'delete')"
 DEAD_LETTER_SCHEMA = "topic string, partition int, offset long, key binary, value binary, reason string, _batch long"
 START_AT, END_AT = "__START_AT", "__END_AT"
+CHANGELOG_STATS = "_batch,commit_ts,topic,partition,offset"
 TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                     "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
 
@@ -295,7 +296,8 @@ class ChangeApplier:
         from pyspark.sql import functions as F
 
         if not self.exists(self.dead):  # there from the start, so readers find it empty rather than missing
-            self.spark.createDataFrame([], DEAD_LETTER_SCHEMA).write.format("delta").mode("append").save(self.dead)
+            self._create_log(self.dead, self.spark.createDataFrame([], DEAD_LETTER_SCHEMA).schema,
+                             "topic,partition,offset,_batch")
         last = self._last_progress()
         if last is not None:
             self.applied_ts = last["applied_ts"]
@@ -557,11 +559,22 @@ class ChangeApplier:
                          F.lit(batch_id).cast("long").alias("_batch"))
                  .write.format("delta").mode("append").option("txnAppId", self.app_id)
                  .option("txnVersion", batch_id).save(self.dead))
+            if not self.exists(self.bronze):
+                self._create_log(self.bronze, rows.schema, CHANGELOG_STATS)
             rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
                 "txnVersion", batch_id).save(self.bronze)
             rep.phases["changelog (alongside)"] = time.monotonic() - t0
         except BaseException as e:  # re-raised by the batch's thread
             failed.append(e)
+
+    def _create_log(self, path: str, schema: Any, stats: str) -> None:
+        """An append-only table of the consumer's, with file statistics only on the columns its readers filter
+        by: statistics on every column (images, raw bytes) made each append ~30% slower (200k changes:
+        1.7 s against 1.3 s, warm)."""
+        from delta.tables import DeltaTable
+
+        (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+         .property("delta.dataSkippingStatsColumns", stats).execute())
 
     def _save_progress(self, batch_id: int, rep: BatchReport) -> None:
         """One small JSON file per micro-batch, written aside and renamed: the last one says where a restarted
@@ -621,14 +634,21 @@ class ChangeApplier:
         if not from_cache:  # read from the changelog: once, not once per table and segment
             window = window.persist()
         try:
-            # one job: each table's commit ts and row count, so finding the DDL segments with rows takes none
-            per_ts = window.groupBy("database", "table", "commit_ts").agg(F.count("*").alias("n")).collect()
+            # one job: each table's rows per stretch between the window's DDL (their count and least commit ts),
+            # so finding the DDL segments with rows takes none; a few rows per table, not one per commit ts
+            bounds = sorted({d.commit_ts for d in ddls})
+            if len(bounds) <= 64:
+                seg = sum((F.when(F.col("commit_ts") > b, 1).otherwise(0) for b in bounds), F.lit(0))
+            else:  # a window dense with DDL: one row per commit ts
+                seg = F.col("commit_ts")
+            per_ts = window.groupBy("database", "table", seg.alias("_seg")).agg(
+                F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts")).collect()
             counts: dict[tuple[str, str], int] = {}
             stamps: dict[tuple[str, str], list[int]] = {}
             for r in per_ts:
                 k = (r["database"], r["table"])
                 counts[k] = counts.get(k, 0) + r["n"]
-                stamps.setdefault(k, []).append(r["commit_ts"])
+                stamps.setdefault(k, []).append(r["commit_ts"] if r["commit_ts"] is not None else lo + 1)
             for v in stamps.values():
                 v.sort()
             if lap is not None:

@@ -26,7 +26,11 @@ from ..config import build_config
 from ..errors import DecodeError
 from ..eventline import table_from_json, table_to_json
 from ..model import ROW_KINDS, Event, Kind, TableInfo
+from ..mysqltypes import make_text_formatter
 from .types import text_of
+
+# canal-json row kinds, and the protocol's own value text kept as it is (the "canal" dialect of types.typed)
+_CANAL_KINDS = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete"}
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -76,9 +80,14 @@ class _Converters:
 
     __slots__ = ("table", "funcs")
 
-    def __init__(self, t: TableInfo) -> None:
+    def __init__(self, t: TableInfo, dialect: str = "text") -> None:
         self.table = t
-        self.funcs: dict[str, Callable[[Any], str | None]] = {c.name: text_of(c.type) for c in t.columns}
+        if dialect == "canal":  # canal-json's own text, as the JVM decoder and the raw fast path keep it
+            self.funcs: dict[str, Callable[[Any], str | None]] = {
+                c.name: (lambda f: lambda v: None if v is None else f(v))(make_text_formatter(c.type, "latin1"))
+                for c in t.columns}
+        else:
+            self.funcs = {c.name: text_of(c.type) for c in t.columns}
 
     def text(self, row: dict[str, Any] | None) -> list[tuple[str, str | None]] | None:
         if row is None:
@@ -87,10 +96,15 @@ class _Converters:
         return [(k, f[k](v) if k in f else (None if v is None else str(v))) for k, v in row.items()]
 
 
-def decode_partitions(protocol: str, options: dict[str, str] | None = None,
-                      store: str | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function `mapInArrow` runs: RAW_SCHEMA batches of one task in, CHANGES_SCHEMA batches out."""
+def decode_partitions(protocol: str, options: dict[str, str] | None = None, store: str | None = None,
+                      dialect: str = "text") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function `mapInArrow` runs: RAW_SCHEMA batches of one task in, CHANGES_SCHEMA batches out.
+
+    `dialect="canal"` (canal-json only): images keep canal-json's own value text. A well-formed row or
+    watermark message is then read straight from its JSON, its `data`/`old` objects becoming the images
+    (no datum round trip: ~3x faster); anything else takes the protocol's decoder."""
     opts = dict(options or {})
+    raw_canal = dialect == "canal" and protocol == "canal-json"
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -137,7 +151,7 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
             if c is None or c.table is not t:
                 if len(convs) > 4096:
                     convs.clear()
-                c = convs[id(t)] = _Converters(t)
+                c = convs[id(t)] = _Converters(t, dialect)
             return c
 
         seen: dict[int, TableInfo] = {}  # definitions already looked at, by identity (a signature per row costs)
@@ -193,6 +207,77 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
             c["key"].append(None)
             c["value"].append(None)
 
+        shapes: dict[tuple[str, str], tuple[Any, Any]] = {}  # canal: the last table shape emitted, per table
+
+        def canal_raw(topic: str, part: int, off: int, m: Any) -> bool:
+            """A canal-json row or watermark message taken from its JSON as it is; False: not one."""
+            if type(m) is not dict or m.get("isDdl"):
+                return False
+            tidb = m.get("_tidb")
+            if tidb is not None and (type(tidb) is not dict or tidb.get("claimCheckLocation") is not None):
+                return False
+            etype = m.get("type")
+            if etype == "TIDB_WATERMARK":
+                wts = tidb.get("watermarkTs") if tidb else None
+                if type(wts) is not int or not 0 <= wts < 1 << 64:
+                    return False
+                emit_raw(topic, part, off, 0, "watermark", None, None, wts, None, None, None)
+                return True
+            kind = _CANAL_KINDS.get(etype)  # type: ignore[arg-type]
+            data, mt, db, tbl = m.get("data"), m.get("mysqlType"), m.get("database"), m.get("table")
+            if kind is None or type(data) is not list or not data or type(mt) is not dict or not mt \
+                    or type(db) is not str or type(tbl) is not str:
+                return False
+            ts = tidb.get("commitTs") if tidb else None
+            if ts is None:
+                es = m.get("es")
+                if type(es) is not int or not 0 <= es < 1 << 46:
+                    return False
+                ts = es << 18
+            elif type(ts) is not int or not 0 <= ts < 1 << 64:
+                return False
+            old = m.get("old") if kind == "update" else None
+            if kind == "update" and (type(old) is not list or len(old) != len(data)):
+                return False
+            n = len(mt)
+            for i, d in enumerate(data):
+                if type(d) is not dict or len(d) != n or not _texts(d) or (
+                        old is not None and (type(old[i]) is not dict or not _texts(old[i]))):
+                    return False
+            pk = m.get("pkNames")
+            have = shapes.get((db, tbl))
+            shape = None
+            if have is None or have[0] != mt or have[1] != pk:
+                shapes[(db, tbl)] = (mt, pk)
+                shape = orjson.dumps({"schema": db, "table": tbl, "mysqlType": mt, "pkNames": pk}).decode()
+            for i, d in enumerate(data):
+                row = list(d.items())
+                if kind == "insert":
+                    emit_raw(topic, part, off, i, kind, db, tbl, ts, None, row, shape)
+                elif kind == "delete":
+                    emit_raw(topic, part, off, i, kind, db, tbl, ts, row, None, shape)
+                else:
+                    emit_raw(topic, part, off, i, kind, db, tbl, ts, list(old[i].items()), row, shape)  # type: ignore[index]
+                shape = None
+            return True
+
+        def emit_raw(topic: str, part: int, off: int, idx: int, kind: str, db: str | None, tbl: str | None,
+                     ts: int, before: Any, after: Any, shape: str | None) -> None:
+            c = cols
+            c["topic"].append(topic)
+            c["partition"].append(part)
+            c["offset"].append(off)
+            c["idx"].append(idx)
+            c["kind"].append(kind)
+            c["database"].append(db)
+            c["table"].append(tbl)
+            c["commit_ts"].append(ts)
+            c["before"].append(before)
+            c["after"].append(after)
+            c["table_def"].append(shape)
+            for f in _RAW_NONE:
+                c[f].append(None)
+
         def fail(topic: str, part: int, off: int, reason: str, key: bytes | None, value: bytes | None) -> None:
             c = cols
             for f, v in (("topic", topic), ("partition", part), ("offset", off), ("idx", 0),
@@ -211,6 +296,12 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
             keys = batch.column(3).to_pylist()
             values = batch.column(4).to_pylist()
             for topic, part, off, key, value in zip(topics, parts, offsets, keys, values, strict=True):
+                if raw_canal and value is not None:
+                    try:
+                        if canal_raw(topic, part, off, orjson.loads(value)):
+                            continue
+                    except orjson.JSONDecodeError:
+                        pass  # the decoder names the problem
                 tp = (topic, part)
                 d = decoder(tp)
                 before_pending = getattr(d, "pending", 0)
@@ -257,6 +348,17 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None,
     return run
 
 
+_RAW_NONE = ("schema_version", "position", "ddl", "ddl_type", "pre_table_def", "error", "key", "value")
+
+
+def _texts(row: dict[str, Any]) -> bool:
+    """Every value is text or null (canal-json's own; anything else takes the decoder)."""
+    for v in row.values():
+        if v is not None and type(v) is not str:
+            return False
+    return True
+
+
 def _arrow_schema() -> pa.Schema:
     import pyarrow as pa
 
@@ -270,6 +372,6 @@ def _arrow_schema() -> pa.Schema:
 
 
 def decode(raw: DataFrame, protocol: str, options: dict[str, str] | None = None,
-           store: str | None = None) -> DataFrame:
+           store: str | None = None, dialect: str = "text") -> DataFrame:
     """Decoded changes of a RAW_SCHEMA DataFrame (streaming or not)."""
-    return raw.mapInArrow(decode_partitions(protocol, options, store), CHANGES_SCHEMA)
+    return raw.mapInArrow(decode_partitions(protocol, options, store, dialect), CHANGES_SCHEMA)

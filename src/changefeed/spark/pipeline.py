@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import build_config
 from .apply import ApplyOptions, BatchReport, ChangeApplier
+from .avro_jvm import decode_avro
 from .canal_jvm import decode_canal, jvm_decodable
 from .decode import decode
 from .source import Source, parse_source, read_raw
@@ -51,7 +52,16 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
 
     `jvm_decode=True` reads canal-json row and watermark messages with `from_json` on the JVM instead of
     the Python decoder in `mapInArrow`; measured on this project's 2-core VM it is the slower of the two
-    (50k messages: 4.1 s against 2.0 s, Spark's JSON parser against orjson), so it is not the default."""
+    (50k messages: 4.1 s against 2.0 s, Spark's JSON parser against orjson), so it is not the default.
+    Either way canal-json images keep the protocol's own value text (`types.typed(..., dialect="canal")`):
+    values are not checked against their column types on the way in; one that does not fit its type
+    (never in TiCDC's output) becomes NULL in the table, as Spark's PERMISSIVE JSON reading does.
+
+    With protocol avro, `jvm_decode=True` reads framed row messages with `from_avro` and the registry's
+    writer schemas (avro_jvm.py), same text as the Python decoder; also the slower one here (43k
+    messages: 20 s against 6.2 s), so not the default. It collects each micro-batch's schema ids first,
+    so a streaming DataFrame is still the Python decoder's: `apply_changes` runs the JVM decoder on each
+    micro-batch from the raw records."""
     src = parse_source(source)
     build_config(protocol, dict(options or {}))  # bad options fail here, not in a task
     raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
@@ -62,14 +72,27 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
         def decoder(r: DataFrame) -> DataFrame:
             return decode_canal(r, options, store)  # rows and watermarks by from_json; DDL in Python
         dialect = "canal"
+    elif protocol == "canal-json" and jvm_decodable(options):
+        def decoder(r: DataFrame) -> DataFrame:
+            return decode(r, "canal-json", options, store, dialect="canal")  # rows read straight from the JSON
+        dialect = "canal"
+    elif protocol == "avro" and jvm_decode:
+        def decoder(r: DataFrame) -> DataFrame:
+            return decode_avro(r, options, store)  # framed rows by from_avro; the rest in Python
     else:
         def decoder(r: DataFrame) -> DataFrame:
             return decode(r, protocol, options, store)
-    df = decoder(raw)
+    if protocol == "avro" and jvm_decode and raw.isStreaming:
+        # the avro JVM decoder needs each micro-batch's schema ids first: apply_changes runs it per batch
+        # (from `raw`); the streaming DataFrame itself is the Python decoder's (the same text)
+        df = decode(raw, protocol, options, store)
+    else:
+        df = decoder(raw)
     # with the JVM decoder, apply_changes decodes each micro-batch from its raw records itself, cached (the
     # decoder reads them in two passes: rows by from_json, the rest in Python)
     df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {}),  # type: ignore[attr-defined]
-                      "dialect": dialect, "raw": raw, "decoder": decoder}
+                      "dialect": dialect, "raw": raw, "decoder": decoder,
+                      "jvm": jvm_decode and (dialect == "canal" or protocol == "avro")}
     return df
 
 
@@ -106,7 +129,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         return applier.process(changes, applier.next_batch_id())
     if not checkpoint:
         raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
-    if info.get("dialect") == "canal":  # the JVM decoder reads each micro-batch twice: cache its records
+    if info.get("jvm"):  # the JVM decoder reads each micro-batch twice: cache its records
         decoder = info["decoder"]
 
         def from_raw(batch: DataFrame, batch_id: int) -> BatchReport:
