@@ -214,6 +214,9 @@ class ChangeApplier:
         self._ddl_seen: dict[str, int] = {}
         self._copies: dict[tuple[int, str], set[str]] = {}
         self._key_held: dict[int, tuple[int, int]] = {}  # batch -> (rows applied up to, its latest commit ts)
+        # without watermarks: per partition and table, the latest commit ts applied; an older row there is a
+        # redelivery (TiCDC's own consumer drops it the same way for debezium)
+        self._key_floors: dict[str, int] = {}
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -305,6 +308,7 @@ class ChangeApplier:
             self.floors = last.get("floors") or {}
             self._ddl_ts = last.get("ddl_ts") or 0
             self._key_held = {int(b): (v[0], v[1]) for b, v in (last.get("held") or {}).items()}
+            self._key_floors = last.get("key_floors") or {}
         if self.exists(self.bronze):
             bronze = self.spark.read.format("delta").load(self.bronze)
             self._learn(self._ctrl_rows(bronze))
@@ -510,6 +514,7 @@ class ChangeApplier:
         row_kinds = f"kind IN {ROW_KINDS_SQL}"
         hi = self._barrier()
         window = rows.where(f"{row_kinds} AND coalesce(commit_ts, 0) <= {hi}")
+        fresh = self._fresh()
         unheld = []
         for b, (lo, _) in self._key_held.items():
             if b == batch_id:
@@ -522,6 +527,8 @@ class ChangeApplier:
         if unheld:  # after a restart: from the changelog
             window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
                 f"{row_kinds} AND commit_ts <= {hi} AND ({' OR '.join(unheld)})"))
+        if fresh is not None:
+            window = window.where(fresh)
         self._apply_window(window, -1, hi, rep, key_mode_batch=batch_id, lap=lap, from_cache=not unheld)
         held = {b: (max(lo, hi), top) for b, (lo, top) in self._key_held.items() if b != batch_id and top > hi}
         if rep.max_ts > hi:
@@ -533,6 +540,19 @@ class ChangeApplier:
                 self._held.pop(b)[0].unpersist()
             else:
                 self._held.pop(b)
+
+    def _fresh(self) -> Column | None:
+        """Rows not older than what their partition already applied for their table (None: no such limit)."""
+        if not self._key_floors:
+            return None
+        from pyspark.sql import functions as F
+
+        m = F.create_map(*[x for k, v in self._key_floors.items() for x in (F.lit(k), F.lit(v).cast("long"))])
+        floor = m[F.concat(F.col("topic"), F.lit("/"), F.col("partition").cast("string"), F.lit("/"),
+                           F.col("database"), F.lit("."), F.col("table"))]
+        ts = F.coalesce(F.col("commit_ts"), F.lit(0))
+        # real Debezium's rows carry a binlog position and only a millisecond clock, which is not an order
+        return (ts == 0) | F.col("position").isNotNull() | floor.isNull() | (ts >= floor)
 
     def _barrier(self) -> int:
         """Without watermarks, the commit ts rows may be applied up to: just below the first pending DDL that
@@ -582,6 +602,7 @@ class ChangeApplier:
         rec = {"batch_id": batch_id, "applied_ts": self.applied_ts, "watermarks": self.watermarks,
                "rows": rep.rows_in, "errors": rep.errors, "at_ms": int(time.time() * 1000), "floors": self.floors,
                "ddl_ts": self._ddl_ts, "held": {str(b): list(v) for b, v in self._key_held.items()},
+               "key_floors": self._key_floors,
                "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
         fs, folder = self._fs(self.progress)
         jvm = self.spark._jvm  # type: ignore[attr-defined]
@@ -641,14 +662,18 @@ class ChangeApplier:
                 seg = sum((F.when(F.col("commit_ts") > b, 1).otherwise(0) for b in bounds), F.lit(0))
             else:  # a window dense with DDL: one row per commit ts
                 seg = F.col("commit_ts")
-            per_ts = window.groupBy("database", "table", seg.alias("_seg")).agg(
-                F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts")).collect()
+            per_ts = window.groupBy("database", "table", seg.alias("_seg"), "topic", "partition").agg(
+                F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts"), F.max("commit_ts").alias("top")
+            ).collect()
             counts: dict[tuple[str, str], int] = {}
             stamps: dict[tuple[str, str], list[int]] = {}
             for r in per_ts:
                 k = (r["database"], r["table"])
                 counts[k] = counts.get(k, 0) + r["n"]
                 stamps.setdefault(k, []).append(r["commit_ts"] if r["commit_ts"] is not None else lo + 1)
+                if key_mode_batch is not None and r["top"]:  # what each partition applied, per table
+                    f = f"{r['topic']}/{r['partition']}/{r['database']}.{r['table']}"
+                    self._key_floors[f] = max(self._key_floors.get(f, 0), r["top"])
             for v in stamps.values():
                 v.sort()
             if lap is not None:
