@@ -64,6 +64,21 @@ def _compile_row_parser(parsers: dict[str, Callable[[str], Any]]) -> Callable[[d
     return env["parse_row"]
 
 
+def plain_row_commit_ts(msg: dict[str, Any]) -> int | None:
+    """The commit ts of a row message whose `_tidb` holds nothing but it (or that has no `_tidb`: `es`);
+    None for anything else (claim-check, handle-key-only ...), which the general path then decodes."""
+    tidb = msg.get("_tidb")
+    if tidb is None:
+        es = msg.get("es")
+        if type(es) is not int or not 0 <= es < 1 << (64 - PHYSICAL_SHIFT):
+            return None
+        return es << PHYSICAL_SHIFT
+    ts = tidb.get("commitTs") if type(tidb) is dict and len(tidb) == 1 else None
+    if type(ts) is not int or not 0 <= ts < 1 << 64:
+        return None
+    return ts
+
+
 class CanalJSONDecoder:
     def __init__(self, config: CodecConfig | None = None, *, claim_check: ClaimCheckReader | None = None) -> None:
         self.config = config or CodecConfig()
@@ -114,16 +129,9 @@ class CanalJSONDecoder:
         t = shape.table
         if msg.get("mysqlType") != shape.mysql_types or (msg.get("pkNames") or []) != shape.pk:
             return None
-        tidb = msg.get("_tidb")
-        if tidb is None:
-            es = msg.get("es")
-            if type(es) is not int or not 0 <= es < 1 << 46:
-                return None
-            ts = es << PHYSICAL_SHIFT
-        else:
-            ts = tidb.get("commitTs") if type(tidb) is dict and len(tidb) == 1 else None
-            if type(ts) is not int or not 0 <= ts < 1 << 64:
-                return None
+        ts = plain_row_commit_ts(msg)
+        if ts is None:
+            return None
         ncols = len(shape.parsers)
         d = data[0]
         if type(d) is not dict or len(d) != ncols:  # same count, and the parser finds every name: same columns

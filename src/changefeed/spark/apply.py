@@ -353,13 +353,14 @@ class ChangeApplier:
                         r["database"], r["table"],
                         table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
                         table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
-                if r["kind"] == "ddl" and r["topic"] is not None:
+                copy = r["kind"] == "ddl" and r["topic"] is not None  # a broadcast copy, from its partition
+                if copy:
                     k = f"{r['topic']}/{r['partition']}"
                     self._ddl_seen[k] = max(self._ddl_seen.get(k, 0), d.commit_ts)
                 # applied already: below the applied watermark, or (without watermarks) at or below the latest
                 # DDL taken (every partition has a copy of a DDL, in commit order: later copies are repeats)
                 if d.commit_ts > (self.applied_ts if self.o.watermarks else self._ddl_ts):
-                    if r["kind"] == "ddl" and r["topic"] is not None:
+                    if copy:
                         self._copies.setdefault((d.commit_ts, d.query), set()).add(r["topic"])
                     have = self.pending.get((d.commit_ts, d.query))
                     # the same DDL from several partitions: keep the copy that carries the most definition
@@ -488,8 +489,7 @@ class ChangeApplier:
                     self._pending_rows = {b: ts for b, ts in self._pending_rows.items() if ts > hi}
                 if batch_id in self._pending_rows:  # rows past the watermark: kept cached for a later window
                     self._held[batch_id] = (changes, rows)
-                for b in [b for b in self._held if b not in self._pending_rows]:
-                    self._held.pop(b)[0].unpersist()
+                self._release_held(self._pending_rows)
             else:
                 self._apply_keyed(changes, rows, batch_id, rep, lap)
             writer.join()
@@ -535,11 +535,13 @@ class ChangeApplier:
             held[batch_id] = (hi, rep.max_ts)
             self._held[batch_id] = (changes, rows)
         self._key_held = held
-        for b in [b for b in self._held if b not in held]:
-            if b != batch_id:
-                self._held.pop(b)[0].unpersist()
-            else:
-                self._held.pop(b)
+        self._release_held(held)
+
+    def _release_held(self, keep: dict[int, Any]) -> None:
+        """Uncache the micro-batches that no longer hold rows to apply (`process` uncaches the current one when it
+        is not kept)."""
+        for b in [b for b in self._held if b not in keep]:
+            self._held.pop(b)[0].unpersist()
 
     def _fresh(self) -> Column | None:
         """Rows not older than what their partition already applied for their table (None: no such limit)."""
