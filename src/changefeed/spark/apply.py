@@ -868,24 +868,47 @@ class ChangeApplier:
         return typed(text, col.type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
 
     def _merge_scd1(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
-        from delta.tables import DeltaTable
+        """The last operation of each key, as flat typed columns, merged in one Delta commit."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         keys = self._keys(t)
         ops, key_names = self._ops(t, rows)
+        vals = [f"__v{i}" for i in range(len(cols))]
+        has = [f"__h{i}" for i in range(len(cols))]
+        flat = ops.select("__op", "__ord", *self._typed_key(t, keys, key_names),
+                          *[self._value(t, c, "__img").alias(v) for c, v in zip(cols, vals, strict=True)],
+                          # a column the image lacks (only-output-updated-columns) keeps the table's value
+                          *[F.map_contains_key("__img", c).alias(h) for c, h in zip(cols, has, strict=True)])
         w = Window.partitionBy(*key_names).orderBy(F.col("__ord").desc())
-        last = (ops.withColumn("__n", F.row_number().over(w)).where("__n = 1")
-                .select("__op", "__img", *self._typed_key(t, keys, key_names)))
+        last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").drop("__n", "__ord")
         cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
-        upd = {q(c): F.when(F.map_contains_key(F.col("s.__img"), c), self._value(t, c)).otherwise(F.col(f"t.{q(c)}"))
-               for c in cols}
-        ins = {q(c): self._value(t, c) for c in cols}
-        merge = (DeltaTable.forPath(self.spark, path).alias("t").merge(last.alias("s"), cond)
-                 .whenMatchedDelete(condition="s.__op = 'D'")
-                 .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
-                 .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
-        self._with_txn(version, merge.execute, path)
+        upd = {q(c): F.when(F.col(f"s.{h}"), F.col(f"s.{v}")).otherwise(F.col(f"t.{q(c)}"))
+               for c, v, h in zip(cols, vals, has, strict=True)}
+        ins = {q(c): F.col(f"s.{v}") for c, v in zip(cols, vals, strict=True)}
+        self._merge(path, last, cond, version, lambda m: m.whenMatchedDelete(condition="s.__op = 'D'")
+                    .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
+                    .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
+
+    def _merge(self, path: str, source: DataFrame, cond: str, version: int, clauses: Callable[[Any], Any]) -> None:
+        """A MERGE whose source is computed once, into memory: Delta would otherwise materialize it on disk
+        (`merge.materializeSource=auto`), needed only for a source that could change between its two passes.
+        Ours cannot (a pure function of the cached micro-batch, each key's last change picked by a total order)."""
+        from delta.tables import DeltaTable
+
+        conf = "spark.databricks.delta.merge.materializeSource"
+        source = source.persist()
+        was = self.spark.conf.get(conf, None)
+        self.spark.conf.set(conf, "none")
+        try:
+            merge = clauses(DeltaTable.forPath(self.spark, path).alias("t").merge(source.alias("s"), cond))
+            self._with_txn(version, merge.execute, path)
+        finally:
+            if was is None:
+                self.spark.conf.unset(conf)
+            else:
+                self.spark.conf.set(conf, was)
+            source.unpersist()
 
     def _merge_scd2(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
         """History rows: each image of a key is a version [__START_AT, __END_AT); a delete ends the open one.
