@@ -37,6 +37,25 @@ def test_the_workload_has_every_ddl_kind_and_its_expected_state_is_its_own() -> 
     assert [e.commit_ts for e in Workload(seed=5, transactions=400, live_rows=30)] == [e.commit_ts for e in events]
 
 
+def test_avro_consumer_with_a_users_config_reads_its_dispatchers_topics(tmp_path: Path) -> None:
+    """Not every topic of the broker or folder: the sink's topic and each dispatcher's topic expression."""
+    from changefeed.job import table_topics
+
+    toml = tmp_path / "cf.toml"
+    toml.write_text("[sink]\ndispatchers = [{matcher = ['app.*'], topic = 'app_{schema}_{table}'},\n"
+                    "  {matcher = ['*.*'], topic = 'all-{schema}.{table}-v1'}]\n")
+    opts = RunOptions(protocol="avro", work=tmp_path, config=toml)
+    config, uri = table_topics("kafka://127.0.0.1:9092/cf?protocol=avro", "avro", opts)
+    assert config == str(toml)
+    assert uri == "kafka://127.0.0.1:9092/cf,app_*_*,all-*.*-v1"
+    config, uri = table_topics("file:///data/cf_*?protocol=avro", "avro", opts)
+    assert uri == "file:///data/cf_*"  # a pattern the user gave stays
+    from changefeed.spark.source import expand_topics
+
+    got = expand_topics(uri.rsplit("/", 1)[1].split(","), ["cf_a", "other", "cf_b"])
+    assert got == ["cf_a", "cf_b"]
+
+
 def check(rep) -> None:
     v = rep.verification
     assert v is not None

@@ -122,6 +122,7 @@ def test_avro_refuses_dispatchers_that_share_a_topic():
     r = Router("t", [per_table])
     r.require_table_per_topic("avro")
     assert r.topic("db", "t1") == "x_db_t1"
+    assert r.topic_globs() == ["t", "x_*_*"]
 
 
 def test_column_filter_is_tidbs():

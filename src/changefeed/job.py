@@ -100,13 +100,18 @@ TABLE_PER_TOPIC = ("avro", "debezium-avro")
 def table_topics(sink_uri: str, protocol: str, opts: RunOptions) -> tuple[str | None, str]:
     """The Avro protocols write one topic per table: unless the user's TOML routes tables, a changefeed TOML
     giving each table `<topic>_{schema}_{table}`, and the consumer's source, a pattern taking every topic of
-    the changefeed (those created mid-stream too). Other protocols: the TOML given and the sink's topic."""
+    the changefeed (those created mid-stream too); with the user's TOML, the patterns of its dispatchers'
+    topic expressions. Other protocols: the TOML given and the sink's topic."""
     base = sink_uri.split("?", 1)[0]
     if protocol not in TABLE_PER_TOPIC:
         return (str(opts.config) if opts.config else None), base
     head, topic = base.rsplit("/", 1)
-    if opts.config is not None:
-        return str(opts.config), base if "*" in topic else f"{head}/*"
+    if opts.config is not None:  # the topics the user's dispatchers can give, not every topic there is
+        if "*" in topic:
+            return str(opts.config), base
+        from .sink import resolve
+
+        return str(opts.config), f"{head}/{','.join(resolve(sink_uri, opts.config)[2].topic_globs())}"
     cfg = opts.work / "changefeed.toml"
     cfg.write_text("[sink]\ndispatchers = [{matcher = ['*.*'], topic = \"" + topic + "_{schema}_{table}\"}]\n")
     return str(cfg), f"{head}/{topic}*"

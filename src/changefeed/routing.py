@@ -44,6 +44,10 @@ class TopicExpression:
                               f"contain {{schema}} and {{table}}; {self.expr!r} does not "
                               "(e.g. use 'tidb_{schema}_{table}')")
 
+    def glob(self) -> str:
+        """Every topic the expression can give, as a glob pattern (what a consumer of them subscribes to)."""
+        return self.expr.replace("{schema}", "*").replace("{table}", "*")
+
     def topic(self, schema: str, table: str) -> str:
         t = self.expr.replace("{schema}", _TOPIC_CHARS.sub("_", schema)).replace(
             "{table}", _TOPIC_CHARS.sub("_", table))
@@ -226,6 +230,12 @@ class Router:
         if r is not None and r.topic is not None:
             return r.topic.topic(schema, table)
         return self.default_topic
+
+    def topic_globs(self) -> list[str]:
+        """Every topic this router can send to: the default topic, then each rule's topic expression as a glob."""
+        out = {self.default_topic: None}
+        out.update((r.topic.glob(), None) for r in self.rules if r.topic is not None)
+        return list(out)
 
     @property
     def has_topic_rules(self) -> bool:
