@@ -185,6 +185,28 @@ def test_scd2_keeps_history(spark, tmp_path: Path) -> None:
     ]
 
 
+def test_scd2_without_watermarks_ignores_a_change_delivered_again(spark, tmp_path: Path) -> None:
+    """Without watermarks a change at the commit ts its partition last applied is not known to be a replay (the
+    rest of its transaction may come later), so it reaches the merge: it must not open the version again."""
+    t = _table()
+    evs = [Event(Kind.DDL, _ts(1), table=t, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "
+                 "name varchar(20), price decimal(8,2))", ddl_type="ActionCreateTable"),
+           Event(Kind.INSERT, _ts(2), table=t, after={"id": 1, "name": "pen", "price": "1.50"}),
+           Event(Kind.UPDATE, _ts(3), table=t, before={"id": 1, "name": "pen", "price": "1.50"},
+                 after={"id": 1, "name": "pen", "price": "1.75"}),
+           Event(Kind.INSERT, _ts(3), table=t, after={"id": 2, "name": "ink", "price": "3.00"})]
+    staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
+    produce(tmp_path, f"file://{staged}/t?protocol=debezium&partition-num=1", evs)
+    copy_records(staged, live, "t", {0: 0.75})  # the DDL, the insert and the update: half of the ts-3 transaction
+    consume(spark, live, lake, "debezium", {}, stored_as_scd_type=2)
+    copy_records(staged, live, "t", {0: 1.0}, replay={0: (2, 3)})  # the rest, then the update once more
+    consume(spark, live, lake, "debezium", {}, stored_as_scd_type=2)
+    rows = sorted(((r["id"], str(r["price"]), r["__START_AT"], r["__END_AT"])
+                   for r in spark.read.format("delta").load(str(lake / "shop/items")).collect()),
+                  key=lambda x: (x[0], x[2], x[3] or 0))
+    assert rows == [(1, "1.50", _ts(2), _ts(3)), (1, "1.75", _ts(3), None), (2, "3.00", _ts(3), None)]
+
+
 def test_scd2_track_history_columns(spark, tmp_path: Path) -> None:
     t = _table()
     create = Event(Kind.DDL, _ts(1), table=t, query="CREATE TABLE shop.items (id int NOT NULL PRIMARY KEY, "

@@ -922,10 +922,21 @@ class ChangeApplier:
         keys = self._keys(t)
         ops, key_names = self._ops(t, rows)
         seq = F.col(self.o.sequence_by[0])
+        target = DeltaTable.forPath(self.spark, path)
+        if not self.o.watermarks:
+            # a change at the commit ts its partition last applied may be one delivered again (the rest of its
+            # transaction may still come, so it was not filtered out): an image of a key whose version already
+            # starts at that sequence value is that version, not a new one (one change per key per commit ts)
+            starts = target.toDF().select(*[F.col(q(k)).alias(f"__s{i}") for i, k in enumerate(keys)],
+                                          F.col(q(START_AT)).alias("__s_at"))
+            ops = ops.select("*", *[c.alias(f"__x{i}") for i, c in enumerate(self._typed_key(t, keys, key_names))])
+            same = (F.col("__op") == "U") & (seq == F.col("__s_at"))
+            for i in range(len(keys)):
+                same &= F.col(f"__x{i}").eqNullSafe(F.col(f"__s{i}"))
+            ops = ops.join(starts, same, "left_anti").drop(*[f"__x{i}" for i in range(len(keys))])
         w = Window.partitionBy(*key_names).orderBy("__ord")
         ops = ops.withColumn("__seq", seq).withColumn("__next", F.lead(seq).over(w))
         tk = self._typed_key(t, keys, key_names)
-        target = DeltaTable.forPath(self.spark, path)
         tracked = [c for c in (self.o.track_history_column_list or []) if c in cols]
         inplace = F.lit(False)
         if self.o.track_history_column_list is not None:
