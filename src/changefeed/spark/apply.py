@@ -166,6 +166,7 @@ class ApplyOptions:
     # without watermarks: the stream sends each DDL to every partition of its topic, after the rows before it
     # (TiCDC's MQ sink); a DDL then waits for every partition's copy, and rows after it wait for the DDL
     ddl_barrier: bool = False
+    positions: bool = True  # changes may carry a binlog position that orders them within a commit ts (debezium)
 
 
 class ChangeApplier:
@@ -841,7 +842,7 @@ class ChangeApplier:
                     f"THEN array({d}, {u}) ELSE array({u}) END")
         seq = [F.col(s) for s in self.o.sequence_by]
         # real Debezium events carry their binlog position: ordered by it within one commit ts
-        pos = [F.get_json_object("position", f"$.{k}").alias(f"__pos_{k}") for k in ("file", "pos", "row")]
+        pos = self._position_columns()
         ops = rows.select(*seq, *pos, "topic", "partition", "offset", "idx", F.explode(F.expr(ops_expr)).alias("o"))
         pos = ["__pos_file", "__pos_pos", "__pos_row"]
         key_names = [f"__k{i}" for i in range(len(keys))]
@@ -868,20 +869,37 @@ class ChangeApplier:
         return typed(text, col.type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
 
     def _merge_scd1(self, t: TableInfo, path: str, rows: DataFrame, cols: list[str], version: int) -> None:
-        """The last operation of each key, as flat typed columns, merged in one Delta commit."""
+        """The last operation of each key, as flat typed columns, merged in one Delta commit.
+
+        Built as two plain selects (key images written, keys deleted) rather than `_ops`' array of structs
+        exploded per change: the same operations and order, ~2x cheaper on the MERGE source (no struct of
+        maps per change, no struct sort key)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         keys = self._keys(t)
-        ops, key_names = self._ops(t, rows)
+        key_names = [f"__k{i}" for i in range(len(keys))]
         vals = [f"__v{i}" for i in range(len(cols))]
         has = [f"__h{i}" for i in range(len(cols))]
-        flat = ops.select("__op", "__ord", *self._typed_key(t, keys, key_names),
-                          *[self._value(t, c, "__img").alias(v) for c, v in zip(cols, vals, strict=True)],
-                          # a column the image lacks (only-output-updated-columns) keeps the table's value
-                          *[F.map_contains_key("__img", c).alias(h) for c, h in zip(cols, has, strict=True)])
-        w = Window.partitionBy(*key_names).orderBy(F.col("__ord").desc())
-        last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").drop("__n", "__ord")
+        order = self._order_columns()
+        r0 = 1 if self.o.untimed_deletes else 0
+        changed = " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
+                              f"after[{_lit(k)}])" for k in keys)
+        writes = rows.where("kind <> 'delete'").select(
+            *order, F.lit(1).alias("__r"), F.lit("U").alias("__op"), *self._image_key(t, keys, "after"),
+            *[self._value(t, c, "after").alias(v) for c, v in zip(cols, vals, strict=True)],
+            # a column the image lacks (only-output-updated-columns) keeps the table's value
+            *[F.map_contains_key("after", c).alias(h) for c, h in zip(cols, has, strict=True)])
+        # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
+        gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND ({changed}))").select(
+            *order, F.lit(r0).alias("__r"), F.lit("D").alias("__op"),
+            *self._image_key(t, keys, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
+            *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has])
+        flat = writes.unionByName(gone, allowMissingColumns=False)
+        names = [*self.o.sequence_by, *(["__pos_file", "__pos_pos", "__pos_row"] if self.o.positions else []),
+                 "__r", "topic", "partition", "offset", "idx"]
+        w = Window.partitionBy(*key_names).orderBy(*[F.col(n).desc() for n in names])
+        last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select("__op", *key_names, *vals, *has)
         cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
         upd = {q(c): F.when(F.col(f"s.{h}"), F.col(f"s.{v}")).otherwise(F.col(f"t.{q(c)}"))
                for c, v, h in zip(cols, vals, has, strict=True)}
@@ -889,6 +907,34 @@ class ChangeApplier:
         self._merge(path, last, cond, version, lambda m: m.whenMatchedDelete(condition="s.__op = 'D'")
                     .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
                     .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
+
+    def _order_columns(self) -> list[Column]:
+        """A change's place: its sequence columns, its binlog position (streams that carry one), then where it
+        sits in its partition (`__r`, added by the caller, before topic/partition/offset/idx)."""
+        from pyspark.sql import functions as F
+
+        out = [F.col(s).alias(s) for s in self.o.sequence_by]
+        if self.o.positions:
+            out += self._position_columns()
+        return [*out, F.col("topic"), F.col("partition"), F.col("offset"), F.col("idx")]
+
+    @staticmethod
+    def _position_columns() -> list[Column]:
+        """Real Debezium's binlog position (file, pos, row): numbers compared as numbers."""
+        from pyspark.sql import functions as F
+
+        return [F.get_json_object("position", "$.file").alias("__pos_file"),
+                F.get_json_object("position", "$.pos").cast("long").alias("__pos_pos"),
+                F.get_json_object("position", "$.row").cast("long").alias("__pos_row")]
+
+    def _image_key(self, t: TableInfo, keys: list[str], image: str) -> list[Column]:
+        """The key columns of an image (a map column or SQL expression), typed as the table's."""
+        from pyspark.sql import functions as F
+
+        img = F.expr(image)
+        by = t.by_name
+        return [typed(img[k], by[k].type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
+                .alias(f"__k{i}") if k in by else img[k].alias(f"__k{i}") for i, k in enumerate(keys)]
 
     def _merge(self, path: str, source: DataFrame, cond: str, version: int, clauses: Callable[[Any], Any]) -> None:
         """A MERGE whose source is computed once, into memory: Delta would otherwise materialize it on disk

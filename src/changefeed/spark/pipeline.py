@@ -123,7 +123,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         # TiCDC sends a Debezium DDL to every partition of its table's topic, after the rows
                         # before it: without watermarks, the DDL copies are the barrier
                         ddl_barrier=not watermarks and bool(info) and info["protocol"] in DDL_BROADCAST,
-                        text_dialect=info.get("dialect", "text") if info else "text")
+                        text_dialect=info.get("dialect", "text") if info else "text",
+                        positions=not info or info["protocol"] in DDL_BROADCAST)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:
