@@ -324,3 +324,25 @@ def test_avro_without_extension_follows_the_columns_rows_carry(spark, schema_reg
            for r in spark.read.format("delta").load(str(lake / "shop/items")).collect()}
     assert got == {0: ("n0", None), 2: ("n2", "9.50"), 3: ("n3", None), 4: ("n4", None), 5: ("n5", None),
                    9: ("again", "2.00")}
+
+
+def test_canal_json_without_ddl_keeps_decimals_and_bits_whole(spark, tmp_path: Path) -> None:
+    """canal-json's short mysqlType says `decimal` for every DECIMAL(p,s) and `bit` for every BIT(n): a consumer
+    that never saw the CREATE TABLE must not read them as MySQL's DECIMAL(10,0) and BIT(1) (values rounded,
+    a 64-bit value lost)."""
+    t = TableInfo("shop", "prices", columns=[Column("id", "int", nullable=False), Column("price", "decimal(20,6)"),
+                                             Column("flags", "bit(64)")],
+                  indexes=[Index("PRIMARY", ["id"], primary=True, unique=True)])
+    evs = [Event(Kind.INSERT, _ts(2), table=t, after={"id": 1, "price": "12345678901234.567891",
+                                                      "flags": (1 << 64) - 1}),
+           Event(Kind.INSERT, _ts(2), table=t, after={"id": 2, "price": "-0.000001", "flags": 5}),
+           Event(Kind.UPDATE, _ts(3), table=t, before={"id": 2, "price": "-0.000001", "flags": 5},
+                 after={"id": 2, "price": "99.5", "flags": 1 << 63})]
+    folder, lake = tmp_path / "s", tmp_path / "lake"
+    produce(tmp_path, f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2", evs)
+    consume(spark, folder, lake, "canal-json", {"enable-tidb-extension": "true"})
+    from decimal import Decimal
+
+    got = sorted((r["id"], Decimal(str(r["price"])), int(r["flags"]))
+                 for r in spark.read.format("delta").load(str(lake / "shop/prices")).collect())
+    assert got == [(1, Decimal("12345678901234.567891"), (1 << 64) - 1), (2, Decimal("99.5"), 1 << 63)]

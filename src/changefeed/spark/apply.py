@@ -70,9 +70,21 @@ def _table_of(table_def: str) -> TableInfo:
     if "mysqlType" not in obj:
         return table_from_json(obj)
     pk = obj.get("pkNames") or []
-    cols = [ModelColumn(n, mt, primary_key=n in pk) for n, mt in obj["mysqlType"].items()]
+    cols = [ModelColumn(n, _shape_type(mt), primary_key=n in pk) for n, mt in obj["mysqlType"].items()]
     return TableInfo(obj["schema"], obj["table"], columns=cols,
                      indexes=[Index("PRIMARY", list(pk), primary=True, unique=True)] if pk else [])
+
+
+def _shape_type(mysql_type: str) -> str:
+    """A column type as canal-json's short `mysqlType` gives it, widened where the short form would lose values:
+    a bare `decimal` (TiCDC writes it for every DECIMAL(p,s)) is not MySQL's DECIMAL(10,0), so it is kept as its
+    exact text (a DECIMAL(65,30) lands as a string); a bare `bit` may be BIT(64)."""
+    base = mysql_type.strip().lower()
+    if base in ("decimal", "decimal unsigned", "numeric"):
+        return "decimal(65,30)" + (" unsigned" if base.endswith("unsigned") else "")
+    if base == "bit":
+        return "bit(64)"
+    return mysql_type
 
 
 def read_progress(spark: SparkSession, lake: str, *, last: bool = False) -> list[dict[str, Any]]:
@@ -215,6 +227,8 @@ class ChangeApplier:
         self._ddl_seen: dict[str, int] = {}
         self._copies: dict[tuple[int, str], set[str]] = {}
         self._key_held: dict[int, tuple[int, int]] = {}  # batch -> (rows applied up to, its latest commit ts)
+        # per cached batch with rows to apply: each table's least and latest commit ts and its number of changes
+        self._spans: dict[int, dict[tuple[str, str], tuple[int, int, int]]] = {}
         # without watermarks: per partition and table, the latest commit ts applied; an older row there is a
         # redelivery (TiCDC's own consumer drops it the same way for debezium)
         self._key_floors: dict[str, int] = {}
@@ -436,10 +450,21 @@ class ChangeApplier:
         lap = _Laps(rep)
         changes = changes.persist()
         try:
-            # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark
-            agg = changes.groupBy("kind", "topic", "partition").agg(F.count("*").alias("n"),
-                                                                    F.max("commit_ts").alias("ts")).collect()
+            # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark, and
+            # each table's span of commit ts (a window without DDL then needs no job to find its tables)
+            agg = changes.groupBy("kind", "topic", "partition", "database", "table").agg(
+                F.count("*").alias("n"), F.max("commit_ts").alias("ts"), F.min("commit_ts").alias("lo")).collect()
             lap("decode")
+            spans: dict[tuple[str, str], tuple[int, int, int]] | None = {}
+            for r in agg:
+                if r["kind"] in ("insert", "update", "delete"):
+                    if r["ts"] is None or r["lo"] is None:
+                        spans = None  # a change without commit ts (a tombstone to date): the exact way
+                        break
+                    k = (r["database"], r["table"])
+                    have = spans.get(k)
+                    spans[k] = (r["lo"], r["ts"], r["n"]) if have is None else (
+                        min(have[0], r["lo"]), max(have[1], r["ts"]), have[2] + r["n"])
             counts: Counter[str] = Counter()
             for r in agg:
                 counts[r["kind"]] += r["n"]
@@ -469,6 +494,8 @@ class ChangeApplier:
             if self.o.watermarks:
                 if rep.rows_in:
                     self._pending_rows[batch_id] = rep.max_ts
+                if rep.rows_in and spans is not None and not self.o.untimed_deletes:
+                    self._spans[batch_id] = spans
                 hi = self.global_watermark()
                 rep.watermark = hi
                 if hi > self.applied_ts:
@@ -485,9 +512,10 @@ class ChangeApplier:
                         window = window.unionByName(self.spark.read.format("delta").load(self.bronze).where(
                             f"_batch >= {min(unheld)} AND _batch < {batch_id} AND {span}"))
                     self._apply_window(window, self.applied_ts, hi, rep, key_mode_batch=None, lap=lap,
-                                       from_cache=not unheld)
+                                       from_cache=not unheld, spans=self._window_spans([batch_id, *older]))
                     self.applied_ts = hi
                     self._pending_rows = {b: ts for b, ts in self._pending_rows.items() if ts > hi}
+                    self._spans = {b: v for b, v in self._spans.items() if b in self._pending_rows}
                 if batch_id in self._pending_rows:  # rows past the watermark: kept cached for a later window
                     self._held[batch_id] = (changes, rows)
                 self._release_held(self._pending_rows)
@@ -507,6 +535,12 @@ class ChangeApplier:
         if self.on_batch is not None:
             self.on_batch(rep)
         return rep
+
+    def _window_spans(self, batches: list[int]) -> list[dict[tuple[str, str], tuple[int, int, int]]] | None:
+        """The table spans of every batch a window reads (None: one is not known, e.g. read back after a
+        restart)."""
+        got = [self._spans.get(b, None if b in self._pending_rows else {}) for b in batches]
+        return None if any(g is None for g in got) else got  # type: ignore[return-value]
 
     def _apply_keyed(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
                      lap: Callable[[str], None]) -> None:
@@ -644,9 +678,15 @@ class ChangeApplier:
     # --- windows, segments, tables ----------------------------------------------------------------
     def _apply_window(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *,
                       key_mode_batch: int | None, lap: Callable[[str], None] | None = None,
-                      from_cache: bool = False) -> None:
+                      from_cache: bool = False,
+                      spans: list[dict[tuple[str, str], tuple[int, int, int]]] | None = None) -> None:
         """Rows in (lo, hi] and the DDL among them: each table's rows up to a DDL that touches it, the DDL,
         then its later rows. A DDL splits only the tables it names, so one table's DDL costs others nothing.
+
+        `spans` (per batch read, each table's least and latest commit ts): for a window without DDL the tables
+        with rows are those whose span meets (lo, hi], found without a Spark job (a table whose rows all fall
+        outside the window is merged with an empty source, which changes nothing); `rows_applied` then counts
+        those tables' changes in the batches read, not only the window's.
         """
         from pyspark.sql import functions as F
 
@@ -655,6 +695,23 @@ class ChangeApplier:
         if self.o.apply_as_deletes:
             window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
                                        .otherwise(F.col("kind")))
+        if spans is not None and not ddls and key_mode_batch is None and from_cache:
+            counts: dict[tuple[str, str], int] = {}
+            for per_batch in spans:
+                for k, (least, latest, n) in per_batch.items():
+                    if least <= hi and latest > lo:
+                        counts[k] = counts.get(k, 0) + n
+            if lap is not None:
+                lap("window")
+            for table in sorted(counts):
+                db, tbl = table
+                rows = window.where((F.col("database") == db) & (F.col("table") == tbl))
+                if self._apply_rows(db, tbl, rows, hi):
+                    rep.tables.add(f"{db}.{tbl}")
+            rep.rows_applied += sum(counts.values())
+            if lap is not None:
+                lap("merge")
+            return
         if not from_cache:  # read from the changelog: once, not once per table and segment
             window = window.persist()
         try:
