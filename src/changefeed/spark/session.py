@@ -34,6 +34,10 @@ SMALL_MACHINE = {
     "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.session.timeZone": "UTC",
+    # compiled whole-stage code, kept by its source text: Spark's default of 100 entries thrashes under a
+    # consumer's per-batch plans (Delta's MERGE, windows, changelog), and recompiling took ~15% of the pipeline's
+    # CPU (JFR); with 2,000 the 1M-change pipeline ran ~20% faster (34 s -> 27-29 s)
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
 
