@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import orjson
@@ -341,8 +342,6 @@ def test_canal_json_without_ddl_keeps_decimals_and_bits_whole(spark, tmp_path: P
     folder, lake = tmp_path / "s", tmp_path / "lake"
     produce(tmp_path, f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2", evs)
     consume(spark, folder, lake, "canal-json", {"enable-tidb-extension": "true"})
-    from decimal import Decimal
-
     got = sorted((r["id"], Decimal(str(r["price"])), int(r["flags"]))
                  for r in spark.read.format("delta").load(str(lake / "shop/prices")).collect())
     assert got == [(1, Decimal("12345678901234.567891"), (1 << 64) - 1), (2, Decimal("99.5"), 1 << 63)]

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 ROW_KINDS_SQL = "('insert', 'update', 'delete')"
 DEAD_LETTER_SCHEMA = "topic string, partition int, offset long, key binary, value binary, reason string, _batch long"
 START_AT, END_AT = "__START_AT", "__END_AT"
+_POSITION = ("__pos_file", "__pos_pos", "__pos_row")  # a change's binlog position, as _order carries it
+_PLACE = ("topic", "partition", "offset", "idx")  # where a change sits in its stream
 CHANGELOG_STATS = "_batch,commit_ts,topic,partition,offset"
 TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                     "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
@@ -887,8 +889,7 @@ class ChangeApplier:
         from pyspark.sql import functions as F
 
         keys = self._keys(t)
-        changed = " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
-                              f"after[{_lit(k)}])" for k in keys)
+        changed = self._key_changed(keys)
         # a stream whose deletes may be dated by their place (avro) has every change of a key in one partition
         # in order: the offset decides within a commit ts
         r0 = 1 if self.o.untimed_deletes else 0
@@ -897,24 +898,42 @@ class ChangeApplier:
         ops_expr = (f"CASE WHEN kind = 'delete' THEN array(named_struct('op', 'D', 'img', coalesce(before, after), "
                     f"'r', {r0})) WHEN kind = 'insert' THEN array({u}) WHEN before IS NOT NULL AND ({changed}) "
                     f"THEN array({d}, {u}) ELSE array({u}) END")
-        seq = [F.col(s) for s in self.o.sequence_by]
-        # real Debezium events carry their binlog position: ordered by it within one commit ts
-        pos = self._position_columns()
-        ops = rows.select(*seq, *pos, "topic", "partition", "offset", "idx", F.explode(F.expr(ops_expr)).alias("o"))
-        pos = ["__pos_file", "__pos_pos", "__pos_row"]
+        place, order = self._order()
+        ops = rows.select(*place, F.explode(F.expr(ops_expr)).alias("o"))
         key_names = [f"__k{i}" for i in range(len(keys))]
-        ops = ops.select(*seq, *pos, "topic", "partition", "offset", "idx", F.col("o.op").alias("__op"),
+        ops = ops.select(*[c for c in ops.columns if c != "o"], F.col("o.op").alias("__op"),
                          F.col("o.img").alias("__img"), F.col("o.r").alias("__r"),
                          *[F.col("o.img")[k].alias(n) for k, n in zip(keys, key_names, strict=True)])
-        order = [*seq, *[F.col(p) for p in pos], *[F.col(c) for c in ("__r", "topic", "partition", "offset", "idx")]]
         return ops.withColumn("__ord", F.struct(*order)), key_names
 
-    def _typed_key(self, t: TableInfo, keys: list[str], key_names: list[str]) -> list[Column]:
+    @staticmethod
+    def _key_changed(keys: list[str]) -> str:
+        """SQL: an UPDATE's before image has a key column whose value differs from its after image's."""
+        return " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
+                           f"after[{_lit(k)}])" for k in keys)
+
+    def _order(self) -> tuple[list[Column], list[str]]:
+        """A change's place in its stream: the columns to carry (sequence, binlog position for streams that have
+        one, topic/partition/offset/idx) and the order they sort by (`__r`, set by the caller, puts a key's
+        delete before its write within one sequence value)."""
+        from pyspark.sql import functions as F
+
+        pos = [F.get_json_object("position", "$.file").alias(_POSITION[0]),  # real Debezium's binlog position,
+               F.get_json_object("position", "$.pos").cast("long").alias(_POSITION[1]),  # numbers as numbers
+               F.get_json_object("position", "$.row").cast("long").alias(_POSITION[2])] if self.o.positions else []
+        place = [*[F.col(c) for c in self.o.sequence_by], *pos, *[F.col(c) for c in _PLACE]]
+        return place, [*self.o.sequence_by, *(_POSITION if self.o.positions else ()), "__r", *_PLACE]
+
+    def _typed_key(self, t: TableInfo, keys: list[str], key_names: list[str], image: str | None = None) -> list[Column]:
+        """The key columns typed as the table's: from the columns `key_names`, or read from an image (a map column
+        or SQL expression) into columns of those names."""
         from pyspark.sql import functions as F
 
         by = t.by_name
-        return [typed(F.col(n), by[k].type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
-                .alias(n) if k in by else F.col(n) for k, n in zip(keys, key_names, strict=True)]
+        src = F.expr(image) if image is not None else None
+        text = [src[k] if src is not None else F.col(n) for k, n in zip(keys, key_names, strict=True)]
+        return [(typed(c, by[k].type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
+                 if k in by else c).alias(n) for k, n, c in zip(keys, key_names, text, strict=True)]
 
     def _value(self, t: TableInfo, name: str, img: str = "s.__img") -> Column:
         from pyspark.sql import functions as F
@@ -929,8 +948,9 @@ class ChangeApplier:
         """The last operation of each key, as flat typed columns, merged in one Delta commit.
 
         Built as two plain selects (key images written, keys deleted) rather than `_ops`' array of structs
-        exploded per change: the same operations and order, ~2x cheaper on the MERGE source (no struct of
-        maps per change, no struct sort key)."""
+        exploded per change: the same operations and order, with the key typed before rows are grouped by it.
+        Measured apart it was not faster than the exploded form (the cost is reading the cached maps, typing
+        values and sorting per key)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -938,24 +958,22 @@ class ChangeApplier:
         key_names = [f"__k{i}" for i in range(len(keys))]
         vals = [f"__v{i}" for i in range(len(cols))]
         has = [f"__h{i}" for i in range(len(cols))]
-        order = self._order_columns()
+        place, order = self._order()
         r0 = 1 if self.o.untimed_deletes else 0
-        changed = " OR ".join(f"(map_contains_key(before, {_lit(k)}) AND before[{_lit(k)}] IS DISTINCT FROM "
-                              f"after[{_lit(k)}])" for k in keys)
         writes = rows.where("kind <> 'delete'").select(
-            *order, F.lit(1).alias("__r"), F.lit("U").alias("__op"), *self._image_key(t, keys, "after"),
+            *place, F.lit(1).alias("__r"), F.lit("U").alias("__op"), *self._typed_key(t, keys, key_names, "after"),
             *[self._value(t, c, "after").alias(v) for c, v in zip(cols, vals, strict=True)],
             # a column the image lacks (only-output-updated-columns) keeps the table's value
             *[F.map_contains_key("after", c).alias(h) for c, h in zip(cols, has, strict=True)])
         # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
-        gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND ({changed}))").select(
-            *order, F.lit(r0).alias("__r"), F.lit("D").alias("__op"),
-            *self._image_key(t, keys, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
+        gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
+                          f"({self._key_changed(keys)}))").select(
+            *place, F.lit(r0).alias("__r"), F.lit("D").alias("__op"),
+            *self._typed_key(t, keys, key_names,
+                             "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
             *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has])
         flat = writes.unionByName(gone, allowMissingColumns=False)
-        names = [*self.o.sequence_by, *(["__pos_file", "__pos_pos", "__pos_row"] if self.o.positions else []),
-                 "__r", "topic", "partition", "offset", "idx"]
-        w = Window.partitionBy(*key_names).orderBy(*[F.col(n).desc() for n in names])
+        w = Window.partitionBy(*key_names).orderBy(*[F.col(n).desc() for n in order])
         last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select("__op", *key_names, *vals, *has)
         cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
         upd = {q(c): F.when(F.col(f"s.{h}"), F.col(f"s.{v}")).otherwise(F.col(f"t.{q(c)}"))
@@ -964,34 +982,6 @@ class ChangeApplier:
         self._merge(path, last, cond, version, lambda m: m.whenMatchedDelete(condition="s.__op = 'D'")
                     .whenMatchedUpdate(condition="s.__op = 'U'", set=upd)
                     .whenNotMatchedInsert(condition="s.__op = 'U'", values=ins))
-
-    def _order_columns(self) -> list[Column]:
-        """A change's place: its sequence columns, its binlog position (streams that carry one), then where it
-        sits in its partition (`__r`, added by the caller, before topic/partition/offset/idx)."""
-        from pyspark.sql import functions as F
-
-        out = [F.col(s).alias(s) for s in self.o.sequence_by]
-        if self.o.positions:
-            out += self._position_columns()
-        return [*out, F.col("topic"), F.col("partition"), F.col("offset"), F.col("idx")]
-
-    @staticmethod
-    def _position_columns() -> list[Column]:
-        """Real Debezium's binlog position (file, pos, row): numbers compared as numbers."""
-        from pyspark.sql import functions as F
-
-        return [F.get_json_object("position", "$.file").alias("__pos_file"),
-                F.get_json_object("position", "$.pos").cast("long").alias("__pos_pos"),
-                F.get_json_object("position", "$.row").cast("long").alias("__pos_row")]
-
-    def _image_key(self, t: TableInfo, keys: list[str], image: str) -> list[Column]:
-        """The key columns of an image (a map column or SQL expression), typed as the table's."""
-        from pyspark.sql import functions as F
-
-        img = F.expr(image)
-        by = t.by_name
-        return [typed(img[k], by[k].type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
-                .alias(f"__k{i}") if k in by else img[k].alias(f"__k{i}") for i, k in enumerate(keys)]
 
     def _merge(self, path: str, source: DataFrame, cond: str, version: int, clauses: Callable[[Any], Any]) -> None:
         """A MERGE whose source is computed once, into memory: Delta would otherwise materialize it on disk

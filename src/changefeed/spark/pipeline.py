@@ -35,6 +35,8 @@ def has_watermarks(protocol: str, options: dict[str, str] | None) -> bool:
 
 
 DDL_BROADCAST = ("debezium", "debezium-avro")
+# protocols whose decoded changes may carry a binlog position (real Debezium's source block)
+BINLOG_POSITIONED = ("debezium", "debezium-avro")
 
 
 def default_store(source: Source) -> str:
@@ -124,7 +126,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         # before it: without watermarks, the DDL copies are the barrier
                         ddl_barrier=not watermarks and bool(info) and info["protocol"] in DDL_BROADCAST,
                         text_dialect=info.get("dialect", "text") if info else "text",
-                        positions=not info or info["protocol"] in DDL_BROADCAST)
+                        positions=not info or info["protocol"] in BINLOG_POSITIONED)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:
