@@ -15,6 +15,7 @@ from ..config import build_config
 from .apply import ApplyOptions, BatchReport, ChangeApplier
 from .avro_jvm import decode_avro
 from .canal_jvm import decode_canal, jvm_decodable
+from .cluster import preflight
 from .decode import decode
 from .source import Source, parse_source, read_raw
 
@@ -111,6 +112,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report)."""
     info: dict[str, Any] = getattr(changes, "_changefeed", {})
+    preflight(changes.sparkSession, [target, *([checkpoint] if checkpoint else [])])  # a cluster reaches both
     if watermarks is None:
         watermarks = has_watermarks(info["protocol"], info["options"]) if info else True
     if partitions is None and info:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ChangefeedError
+from .cluster import preflight
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,4 +68,6 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
     settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **(conf or {})}
     for k, v in settings.items():
         builder = builder.config(k, v)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    preflight(session)  # on a cluster: executors that cannot import changefeed fail here, in one line
+    return session
