@@ -1,6 +1,10 @@
-"""Kafka (local broker) -> decode -> Delta SCD1 on local[2], beside a naive pipeline in the same run.
+"""Kafka (local broker) -> decode -> Delta SCD1 on local[2] (or a cluster), beside a naive pipeline in the same run.
 
-    .venv/bin/python bench/spark_pipeline.py [--changes 1000000] [--batches 4] [--brokers HOST:PORT]
+    .venv/bin/python bench/spark_pipeline.py [--changes 1000000] [--batches 4] [--brokers HOST:PORT] \
+        [--master spark://127.0.0.1:7077]
+
+With --master both pipelines run on that cluster (e.g. one started by scripts/spark-cluster); the lake is in
+a temporary folder, so the executors must share this machine's file system.
 
 Both read the same canal-json topic (3 partitions) from Kafka in the same number of micro-batches and end
 with the same table. Ours: `read_changes` + `apply_changes` (the protocol decoder in mapInArrow, the bronze
@@ -131,7 +135,7 @@ def naive(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
     return time.perf_counter() - t0
 
 
-def run(n: int, batches: int, brokers: str | None = None) -> list[dict]:
+def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]") -> list[dict]:
     from changefeed.spark import spark_session
 
     evs = events(n)
@@ -139,7 +143,7 @@ def run(n: int, batches: int, brokers: str | None = None) -> list[dict]:
         topic = f"spark_bench_{uuid.uuid4().hex[:8]}"
         produce(evs, where, topic)
         del evs
-        spark = spark_session("local[2]", "changefeed-bench")
+        spark = spark_session(master, "changefeed-bench")
         spark.sparkContext.setLogLevel("ERROR")
         # both pipelines run once on a small stream first: the JVM's JIT, Delta's and Kafka's classes and the
         # Python workers are then warm for both (untimed, the first of two pipelines took ~1.5x longer cold)
@@ -156,7 +160,7 @@ def run(n: int, batches: int, brokers: str | None = None) -> list[dict]:
         b = spark.read.format("delta").load(str(lake_b / "bench/t"))
         if a.count() != b.count() or a.exceptAll(b.select(*a.columns)).count():
             raise RuntimeError("the two pipelines ended with different tables")
-    return [{"name": "Kafka->Delta SCD1 (local[2])", "rows_per_s": n / t_ours, "mb_per_s": 0.0,
+    return [{"name": f"Kafka->Delta SCD1 ({master})", "rows_per_s": n / t_ours, "mb_per_s": 0.0,
              "baseline": "pickled UDF + json.loads + MERGE", "baseline_rows_per_s": n / t_naive, "target": 80_000}]
 
 
@@ -165,10 +169,11 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
+    ap.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     args = ap.parse_args()
     print(f"canal-json from Kafka into Delta (SCD1), {args.changes:,} changes in {args.batches} micro-batches, "
-          "Spark local[2]")
-    print_table(run(args.changes, args.batches, args.brokers))
+          f"Spark {args.master}")
+    print_table(run(args.changes, args.batches, args.brokers, args.master))
     print("ours, seconds per step over all micro-batches: "
           + ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items()))
 
