@@ -22,6 +22,7 @@ from .codecs import make_decoder, make_encoder
 from .config import PROTOCOLS, ConfigError, build_config, parse_option_pairs
 from .errors import ChangefeedError, DecodeError
 from .eventline import EventReader, EventWriter, Message, message_from_line, message_to_line, read_lines
+from .workdir import open_checkpoint, open_folder, open_lake, output_file
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -65,8 +66,7 @@ def _open_out(path: Path | None) -> Iterator[IO[bytes]]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb", buffering=1 << 20) as f:
+        with open(output_file(path), "wb", buffering=1 << 20) as f:
             yield f
 
 
@@ -230,9 +230,9 @@ def roundtrip(
     with _reported(debug):
         cfg = build_config(protocol, parse_option_pairs(option or []))
         src = input or Path(str(resources.files("changefeed") / "examples" / "events.jsonl"))
-        out.mkdir(parents=True, exist_ok=True)
-        msg_path = out / f"{protocol}.messages.jsonl"
-        ev_path = out / f"{protocol}.decoded.jsonl"
+        folder = open_folder(out, "--out", shared=True)  # beside the user's files, never over one
+        msg_path = folder.claim(f"{protocol}.messages.jsonl", "--out")
+        ev_path = folder.claim(f"{protocol}.decoded.jsonl", "--out")
         encoder, decoder = make_encoder(cfg), make_decoder(cfg)
         reader, writer = EventReader(), EventWriter()
         t0 = time.perf_counter()
@@ -423,6 +423,9 @@ def consume(
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
         cp = checkpoint or f"{lake.rstrip('/')}/_changefeed/checkpoint"
+        open_lake(lake)  # refused, in one line, when it holds the user's files
+        if checkpoint:
+            open_checkpoint(checkpoint)
         spark = spark_session(master)
         spark.sparkContext.setLogLevel("ERROR")
         started = time.monotonic()
@@ -559,7 +562,7 @@ def workload(
         w = Workload(seed, transactions, live_rows=live_rows)
         writer = EventWriter()
         n = 0
-        with open(output, "wb") as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
+        with open(output_file(output), "wb") as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
                 "{task.completed:,} events"), TimeRemainingColumn(), console=err, transient=True) as bar:
             task = bar.add_task("workload", total=None)
             for ev in w:
@@ -568,7 +571,7 @@ def workload(
                 if n % 5000 == 0:
                     bar.update(task, completed=n)
         if expected is not None:
-            with open(expected, "wb") as f:
+            with open(output_file(expected, "--expected"), "wb") as f:
                 f.writelines(expected_lines(w.state))
         rows = sum(len(t.rows) for t in w.state.tables.values())
         err.print(f"wrote {n:,} events to {output}" + (f"; the final state ({len(w.state.tables)} tables, {rows:,} "
@@ -598,8 +601,6 @@ def run(
 ) -> None:
     """The main job: source -> encoder -> transport -> Spark -> Delta tables -> verify, with a closing report."""
     with _reported(debug):
-        import shutil
-
         from .job import RunOptions
         from .job import run as run_job
 
@@ -614,8 +615,11 @@ def run(
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
                         max_records_per_trigger=max_records_per_trigger, rate=rate)
-        if fresh and work.exists():
-            shutil.rmtree(work)
+        from .workdir import open_folder
+
+        folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
+        if fresh:
+            folder.clear("--work")  # only what an earlier run made there
         from .spark import spark_session
 
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .config import IMPLEMENTED_PROTOCOLS, CodecConfig, ConfigError
+from .errors import DecodeError
 from .eventline import Message
 from .model import Event
 from .routing import TopicSource
@@ -76,7 +77,44 @@ def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,
     raise _not_yet(cfg)
 
 
+class GuardedDecoder:
+    """A protocol decoder whose every failure is a DecodeError: a message of an unexpected shape (a list
+    where an object is expected, a number past any range) must become a dead letter, never a traceback.
+    The decoders check the shapes they rely on; this catches what they do not."""
+
+    def __init__(self, inner: Any, protocol: str) -> None:
+        self.inner = inner
+        self.protocol = protocol
+
+    def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
+        try:
+            return self.inner.decode(value, key)
+        except DecodeError:
+            raise
+        except (RecursionError, MemoryError) as e:
+            raise DecodeError(f"{self.protocol} message too deeply nested or too large ({type(e).__name__})",
+                              offset=0) from None
+        except Exception as e:  # noqa: BLE001 - any other failure is the message's shape: say what broke
+            raise DecodeError(f"malformed {self.protocol} message ({type(e).__name__}: {e})",
+                              field=_field_of(e), offset=0) from None
+
+    def __getattr__(self, name: str) -> Any:  # the decoder's other abilities (pending, remember, ...)
+        return getattr(self.inner, name)
+
+
+def _field_of(e: Exception) -> str | None:
+    """The JSON field a KeyError names (a missing field); others do not say."""
+    if isinstance(e, KeyError) and e.args and isinstance(e.args[0], str):
+        return e.args[0]
+    return None
+
+
 def make_decoder(cfg: CodecConfig) -> Decoder:
+    """The protocol's decoder, guarded: any input gives events or a DecodeError."""
+    return GuardedDecoder(_make_decoder(cfg), cfg.protocol)
+
+
+def _make_decoder(cfg: CodecConfig) -> Decoder:
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONDecoder
         from .storage import FileClaimCheck

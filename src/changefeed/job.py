@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .eventline import EventReader, EventWriter, read_lines
 from .model import Event
 from .state import UpstreamState, state_events
+from .workdir import open_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,6 +196,10 @@ def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunRe
     on_progress(producer.events)
 
 
+# what `run` writes in its --work folder (listed in the folder's marker, so --fresh removes exactly these)
+RUN_ENTRIES = ("stream", "lake", "expected.jsonl", "run-report.png", "changefeed.toml")
+
+
 def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> RunReport:
     """Produce, consume and verify; the report says how fast and whether the lake equals upstream."""
     from .sink import codec_options
@@ -205,7 +210,9 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     rep = RunReport(opts)
     sink_uri = opts.sink_uri or default_sink(opts)
     protocol, codec_opts = codec_options(sink_uri)
-    opts.work.mkdir(parents=True, exist_ok=True)
+    work = open_folder(opts.work, "--work")  # refused when it holds files changefeed did not create
+    for name in RUN_ENTRIES:
+        work.claim(name, "--work")
     config, consume_uri = table_topics(sink_uri, protocol, opts)
     lake = str(opts.lake.resolve())
     cp = f"{lake}/_changefeed/checkpoint"

@@ -291,8 +291,10 @@ class ChangeApplier:
         self._versions[path] = max(self._versions.get(path, -1), version)
 
     def _drop(self, path: str) -> None:
+        """DROP TABLE: remove the table's folder, only when it is a Delta table (what the pipeline made),
+        never a folder of the user's that happens to sit at that path."""
         fs, p = self._fs(path)
-        if fs.exists(p):
+        if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
             fs.delete(p, True)
         self._versions.pop(path, None)
 
@@ -300,7 +302,8 @@ class ChangeApplier:
         fs, p = self._fs(f"{self.lake}/{db}")
         if not fs.exists(p):
             return []
-        return [f"{self.lake}/{db}/{st.getPath().getName()}" for st in fs.listStatus(p) if st.isDirectory()]
+        return [f"{self.lake}/{db}/{st.getPath().getName()}" for st in fs.listStatus(p) if st.isDirectory()
+                and fs.exists(st.getPath().suffix("/_delta_log"))]  # Delta tables only, not the user's folders
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         jvm = self.spark._jvm  # type: ignore[attr-defined]

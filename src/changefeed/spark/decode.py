@@ -222,7 +222,7 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
                     return False
                 emit_mark(topic, part, off, wts)
                 return True
-            kind = _CANAL_KINDS.get(etype)  # type: ignore[arg-type]
+            kind = _CANAL_KINDS.get(etype) if type(etype) is str else None
             data, mt, db, tbl = m.get("data"), m.get("mysqlType"), m.get("database"), m.get("table")
             if kind is None or type(data) is not list or not data or type(mt) is not dict or not mt \
                     or type(db) is not str or type(tbl) is not str:
@@ -300,7 +300,7 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
                     try:
                         if canal_raw(topic, part, off, orjson.loads(value)):
                             continue
-                    except orjson.JSONDecodeError:
+                    except Exception:  # noqa: BLE001 - not JSON, or of a shape the fast path does not take:
                         pass  # the decoder names the problem
                 tp = (topic, part)
                 d = decoder(tp)

@@ -1,0 +1,145 @@
+"""Folders and files changefeed writes: it never deletes or overwrites what it did not create.
+
+A folder changefeed makes (or finds empty) gets a marker file, `.changefeed`, listing the entries it created
+there. Starting fresh removes only those entries; a folder that holds anything else without the marker is
+refused in one line, as is an output file that already exists and was not written by changefeed. Every
+command that writes goes through here, so the rule is in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+
+from .errors import ChangefeedError
+
+MARKER = ".changefeed"
+# what changefeed (before markers) and Spark leave in a lake and a checkpoint: such a folder is theirs
+LAKE_LEGACY = ("_changefeed",)
+CHECKPOINT_LEGACY = ("offsets", "commits", "metadata")
+
+
+class ForeignPathError(ChangefeedError):
+    """A path holds what changefeed did not create; writing there could destroy it."""
+
+
+class WorkFolder:
+    """A folder changefeed may write into: entries it created are listed in the marker file."""
+
+    def __init__(self, path: Path, entries: set[str], owned: bool) -> None:
+        self.path = path
+        self.entries = entries
+        self.owned = owned  # True: the marker is ours (we made the folder, or found it empty)
+
+    def _save(self) -> None:
+        tmp = self.path / f"{MARKER}.tmp"
+        tmp.write_bytes(orjson.dumps({"created_by": "changefeed", "entries": sorted(self.entries)}))
+        os.replace(tmp, self.path / MARKER)
+
+    def claim(self, name: str, option: str = "") -> Path:
+        """`path/name`, to be written by changefeed: refused if it exists and changefeed did not create it."""
+        target = self.path / name
+        if name not in self.entries and (target.exists() or target.is_symlink()):
+            raise ForeignPathError(f"{target} exists and was not created by changefeed{_opt(option)}: "
+                                   "move it away or choose another folder")
+        if self.owned and name not in self.entries:
+            self.entries.add(name)
+            self._save()
+        return target
+
+    def clear(self, option: str = "") -> None:
+        """Start fresh: remove what changefeed created here, nothing else."""
+        if not self.owned:
+            raise ForeignPathError(_foreign_message(self.path, option))
+        for name in sorted(self.entries):
+            p = self.path / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
+        self.entries = set()
+        self._save()
+
+
+def open_folder(path: Path, option: str = "", *, shared: bool = False, legacy: tuple[str, ...] = ()) -> WorkFolder:
+    """A folder to write into. Made (and marked) when missing, marked when empty; a folder with the marker
+    is changefeed's. Any other folder is refused, unless `shared`: then changefeed may add new entries
+    beside the user's files (never replace one), but not clear it. A folder holding one of `legacy` (what
+    changefeed or Spark wrote there before markers existed) is written on as it is, never cleared."""
+    if path.exists() and not path.is_dir():
+        raise ForeignPathError(f"{path} is a file, not a folder{_opt(option)}: choose a folder")
+    if not path.exists():
+        path.mkdir(parents=True)
+        return _mark(path)
+    marker = path / MARKER
+    if marker.is_file():
+        try:
+            data = orjson.loads(marker.read_bytes())
+            entries = {str(e) for e in data.get("entries", [])} if isinstance(data, dict) else set()
+        except orjson.JSONDecodeError:
+            entries = set()
+        return WorkFolder(path, entries, owned=True)
+    present = [p.name for p in path.iterdir()]
+    if not present:
+        return _mark(path)
+    if shared or any(name in present for name in legacy):
+        return WorkFolder(path, set(), owned=False)
+    raise ForeignPathError(_foreign_message(path, option, present))
+
+
+def open_local(uri: str, option: str, legacy: tuple[str, ...]) -> WorkFolder | None:
+    """`open_folder` for a path or file: URI (a lake, a checkpoint); None for remote storage (s3a://...)."""
+    if uri.startswith("file:"):
+        uri = "/" + uri[len("file:"):].lstrip("/")
+    elif "://" in uri:
+        return None
+    return open_folder(Path(uri), option, legacy=legacy)
+
+
+def open_lake(uri: str, option: str = "--lake") -> WorkFolder | None:
+    """A lake folder: new, empty, marked, or one an earlier changefeed wrote (its `_changefeed` is there)."""
+    return open_local(uri, option, LAKE_LEGACY)
+
+
+def open_checkpoint(uri: str, option: str = "--checkpoint") -> WorkFolder | None:
+    """A Spark checkpoint folder: new, empty, marked, or one Spark already wrote (its `offsets` are there)."""
+    return open_local(uri, option, CHECKPOINT_LEGACY)
+
+
+def output_file(path: Path, option: str = "-o") -> Path:
+    """A file to (over)write: refused when it exists, unless changefeed's marker in its folder lists it."""
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise ForeignPathError(f"{path} is a folder{_opt(option)}: give a file path")
+        marker = path.parent / MARKER
+        listed = False
+        if marker.is_file():
+            try:
+                listed = path.name in orjson.loads(marker.read_bytes()).get("entries", [])
+            except (orjson.JSONDecodeError, AttributeError):
+                listed = False
+        if not listed and path.stat().st_size > 0:
+            raise ForeignPathError(f"{path} already exists{_opt(option)}: changefeed does not overwrite files it "
+                                   "did not create; remove it or choose another path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _mark(path: Path) -> WorkFolder:
+    f = WorkFolder(path, set(), owned=True)
+    f._save()
+    return f
+
+
+def _opt(option: str) -> str:
+    return f" (given as {option})" if option else ""
+
+
+def _foreign_message(path: Path, option: str, present: list[str] | None = None) -> str:
+    seen = present if present is not None else [p.name for p in path.iterdir() if p.name != MARKER]
+    shown = ", ".join(sorted(seen)[:3]) + (", ..." if len(seen) > 3 else "")
+    return (f"{path} holds files changefeed did not create ({shown}){_opt(option)}: choose an empty or new "
+            "folder; changefeed never deletes what it did not make")
