@@ -30,7 +30,6 @@ def test_file_uri():
 
 
 @pytest.mark.parametrize(("uri", "message"), [
-    ("kafka://h:1/t?protocol=canal-json&partition-numb=3", "unknown parameter(s) partition-numb"),
     ("kafka://h:1/t?partition-num=3", "protocol= is missing"),
     ("kafka://h:1/t?protocol=canal-json&compression=brotli", "compression='brotli'"),
     ("kafka://h:1/t?protocol=canal-json&partition-num=0", "partition-num must be positive"),
@@ -57,9 +56,57 @@ def test_ticdc_documentation_example_config():
 
 def test_unsupported_toml_keys_are_named(tmp_path: Path):
     p = tmp_path / "c.toml"
-    p.write_text('[sink]\nprotocol = "canal-json"\ntransaction-atomicity = "none"\n')
-    with pytest.raises(ConfigError, match="unsupported key\\(s\\) transaction-atomicity"):
+    p.write_text('[sink]\nprotocol = "canal-json"\ntransaction-atomicty = "none"\n')
+    with pytest.raises(ConfigError, match="unsupported key\\(s\\) transaction-atomicty"):
         load_changefeed_toml(p)
     p.write_text('[sink]\ndispatchers = [{matcher = ["a.*"], partiton = "ts"}]\n')
     with pytest.raises(ConfigError, match="partiton"):
         load_changefeed_toml(p)
+
+
+# TiCDC's codec config (pkg/sink/codec/common/config.go): the sink URI's query is bound to the parameters it
+# knows, the rest ignored; enable-tidb-extension with another protocol than canal-json/avro is logged as ignored;
+# avro's handling modes are only validated for avro.
+def test_sink_uri_options_are_taken_as_ticdc_takes_them(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    _, cfg, _ = resolve("kafka://127.0.0.1:9092/t?protocol=simple&enable-tidb-extension=false")
+    assert cfg.protocol == "simple" and not cfg.enable_tidb_extension
+    assert "enable-tidb-extension is ignored for protocol simple" in caplog.text
+    _, cfg, _ = resolve("kafka://127.0.0.1:9092/t?protocol=canal-json&avro-decimal-handling-mode=bogus"
+                        "&kafka-version=2.4.0&partition-numb=3")
+    assert cfg.avro_decimal_handling_mode == "precise"  # not avro: never read, never validated
+    assert "partition-numb ignored" in caplog.text
+    # what TiCDC refuses stays refused
+    with pytest.raises(ConfigError, match="expected true or false"):
+        resolve("kafka://127.0.0.1:9092/t?protocol=canal-json&enable-tidb-extension=maybe")
+    with pytest.raises(ConfigError, match="expected one of precise, string"):
+        resolve("kafka://127.0.0.1:9092/t?protocol=avro&schema-registry=http://r:8081"
+                "&avro-decimal-handling-mode=bogus")
+    with pytest.raises(ConfigError, match="max-message-bytes must be positive"):
+        resolve("kafka://127.0.0.1:9092/t?protocol=canal-json&max-message-bytes=0")
+
+
+def test_ticdc_changefeed_toml_keys_for_other_downstreams_are_taken(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    p = tmp_path / "c.toml"
+    p.write_text('force-replicate = false\nenable-old-value = true\n[integrity]\nintegrity-check-level = "none"\n'
+                 'corruption-handle-level = "warn"\n[sink]\nprotocol = "canal-json"\ntransaction-atomicity = "none"\n'
+                 'encoder-concurrency = 32\nenable-kafka-sink-v2 = false\n[sink.csv]\ndelimiter = ","\n'
+                 '[sink.kafka-config.codec-config]\nmax-batch-size = 16\n')
+    cf = load_changefeed_toml(p)
+    assert cf.protocol == "canal-json"
+    assert "encoder-concurrency" in caplog.text and "max-batch-size ignored" in caplog.text
+    p.write_text('[sink]\nprotocol = "canal-json"\ntransaction-atomicity = "table"\n')
+    with pytest.raises(ConfigError, match="table level atomicity is not supported by kafka scheme"):
+        load_changefeed_toml(p)
+    p.write_text('[integrity]\nintegrity-check-level = "strict"\n')
+    with pytest.raises(ConfigError, match="integrity-check-level"):
+        load_changefeed_toml(p)
+    p.write_text('force-replicate = true\n[sink]\nprotocol = "avro"\n')
+    with pytest.raises(ConfigError, match="force-replicate must be disabled, when using avro protocol"):
+        resolve("kafka://127.0.0.1:9092/t?protocol=avro&schema-registry=http://r:8081", p)

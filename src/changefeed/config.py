@@ -1,13 +1,26 @@
 """Codec options, spelled as in TiCDC's sink URI (`enable-tidb-extension=true`, ...).
 
 One `CodecConfig` holds every codec option, as TiCDC's `common.Config` does; each option names the
-protocols it applies to, so an option meant for another protocol is refused by name.
+protocols it applies to. What TiCDC refuses is refused (a value that does not parse, max-message-bytes <= 0,
+a large-message option a protocol cannot carry); what TiCDC accepts and ignores (an option of another protocol,
+a parameter it does not know) is accepted with a one-line warning, so a TiCDC user's sink URI works unchanged.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+log = logging.getLogger("changefeed.config")
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A one-line warning, once per process: configs are built again in every Spark task."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning(message)
 
 PROTOCOLS = ("canal-json", "simple", "avro", "debezium", "debezium-avro")
 IMPLEMENTED_PROTOCOLS = PROTOCOLS
@@ -148,17 +161,20 @@ def build_config(protocol: str, options: dict[str, Any] | None = None) -> CodecC
     """Validate options for a protocol as TiCDC's config validation does."""
     protocol = check_protocol(protocol)
     cfg = CodecConfig(protocol=protocol)
-    unknown = [k for k in (options or {}) if k not in OPTIONS]
-    if unknown:
-        raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known options: "
-                          f"{', '.join(sorted(OPTIONS))}")
+    applied = []
     for key, raw in (options or {}).items():
-        spec = OPTIONS[key]
-        if protocol not in spec.protocols:
-            raise ConfigError(f"option {key} does not apply to protocol {protocol} "
-                              f"(it applies to {', '.join(spec.protocols)})")
+        spec = OPTIONS.get(key)
+        if spec is None:  # TiCDC binds the parameters it knows and ignores the rest
+            warn_once(f"option {key} is not a codec option changefeed knows: ignored, as TiCDC ignores it "
+                      f"(codec options: {', '.join(sorted(OPTIONS))})")
+            continue
+        if protocol not in spec.protocols:  # TiCDC takes it and its encoder never reads it
+            warn_once(f"option {key} is ignored for protocol {protocol}, as TiCDC ignores it (it applies to "
+                      f"{', '.join(spec.protocols)})")
+            continue
         setattr(cfg, spec.attr, _convert(spec, raw))
-    cfg.explicit = frozenset(options or {})
+        applied.append(key)
+    cfg.explicit = frozenset(applied)
     if cfg.content_compatible:
         cfg.only_output_updated_columns = True  # TiCDC: content-compatible implies it
     if cfg.large_message_handle_option != "none":

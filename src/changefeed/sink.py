@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .config import OPTIONS, CodecConfig, ConfigError, build_config
+from .config import OPTIONS, CodecConfig, ConfigError, build_config, warn_once
 from .routing import ColumnSelector, DispatchRule, Partitioner, Router, TopicExpression
 from .tablefilter import ColumnFilter, TableFilter
 
@@ -54,8 +54,8 @@ def parse_sink_uri(uri: str) -> SinkURI:
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
     known = (KAFKA_PARAMS if scheme != "file" else FILE_PARAMS) | set(OPTIONS)
     unknown = sorted(k for k in params if k not in known)
-    if unknown:
-        raise ConfigError(f"sink URI: unknown parameter(s) {', '.join(unknown)}")
+    if unknown:  # TiCDC's sink binds the parameters it knows and ignores the rest
+        warn_once(f"sink URI: parameter(s) {', '.join(unknown)} ignored (not TiCDC sink or codec options)")
     protocol = params.get("protocol", "")
     if not protocol:
         raise ConfigError("sink URI: protocol= is missing (canal-json, simple, avro, debezium, debezium-avro)")
@@ -112,12 +112,20 @@ _SINK_KEYS = {
     "only-output-updated-columns": "only-output-updated-columns",
     "content-compatible": "content-compatible", "encoder-concurrency": None, "terminator": None,
     "date-separator": None, "enable-partition-separator": None, "kafka-config": None,
-    "debezium": None, "open": None, "safe-mode": None,
+    "debezium": None, "open": None, "safe-mode": None, "schema-registry": "schema-registry",
+    # TiCDC's own keys for other downstreams or its internals: taken, and ignored with a warning when set
+    "transaction-atomicity": None, "csv": None, "file-index-digit": None, "enable-kafka-sink-v2": None,
+    "pulsar-config": None, "mysql-config": None, "cloud-storage-config": None, "advance-timeout-in-sec": None,
+    "send-all-bootstrap-at-start": None,
 }
+# [sink] keys that change nothing here (storage/MySQL/Pulsar downstreams, TiCDC's own tuning)
+_IGNORED_SINK_KEYS = ("encoder-concurrency", "terminator", "date-separator", "enable-partition-separator", "safe-mode",
+                      "csv", "file-index-digit", "enable-kafka-sink-v2", "pulsar-config", "mysql-config",
+                      "cloud-storage-config", "advance-timeout-in-sec", "send-all-bootstrap-at-start", "open")
 _TOP_KEYS = {"case-sensitive", "force-replicate", "check-gc-safe-point", "enable-sync-point", "bdr-mode",
              "sync-point-interval", "sync-point-retention", "memory-quota", "sink", "filter", "mounter",
              "scheduler", "integrity", "consistent", "changefeed-error-stuck-duration", "sql-mode",
-             "enable-table-monitor"}
+             "enable-table-monitor", "ignore-ineligible-table", "synced-status", "enable-old-value"}
 
 
 @dataclass
@@ -126,6 +134,7 @@ class ChangefeedConfig:
     codec_options: dict[str, str]
     rules: list[DispatchRule]
     column_selectors: list[tuple[TableFilter, list[str]]]
+    force_replicate: bool = False
 
 
 def _rule(i: int, d: dict[str, Any]) -> DispatchRule:
@@ -154,13 +163,18 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
     if unknown:
         raise ConfigError(f"{path}: [sink] has unsupported key(s) {', '.join(unknown)}")
     opts: dict[str, str] = {}
+    _atomicity(path, sink.get("transaction-atomicity", ""))
+    ignored = [k for k in _IGNORED_SINK_KEYS if k in sink]
+    if ignored:
+        warn_once(f"{path}: [sink] {', '.join(ignored)} ignored (they apply to TiCDC's other downstreams)")
+    _integrity(path, doc.get("integrity", {}))
     for key, opt in _SINK_KEYS.items():
         if opt and key in sink:
             opts[opt] = str(sink[key]).lower() if isinstance(sink[key], bool) else str(sink[key])
     kc = sink.get("kafka-config", {})
     for sect, keys in (("codec-config", ("encoding-format", "avro-decimal-handling-mode",
                                          "avro-bigint-unsigned-handling-mode", "avro-enable-watermark",
-                                         "enable-tidb-extension")),
+                                         "enable-tidb-extension", "max-batch-size")),
                        ("large-message-handle", ("large-message-handle-option", "large-message-handle-compression",
                                                  "claim-check-storage-uri", "claim-check-raw-value"))):
         sub = kc.get(sect, {})
@@ -168,7 +182,10 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
         if extra:
             raise ConfigError(f"{path}: [sink.kafka-config.{sect}] has unsupported key(s) {', '.join(extra)}")
         for k in keys:
-            if k in sub:
+            if k == "max-batch-size" and k in sub:  # TiCDC batches open-protocol/craft messages only
+                _positive(path, f"[sink.kafka-config.{sect}] {k}", sub[k])
+                warn_once(f"{path}: [sink.kafka-config.{sect}] {k} ignored (TiCDC's open protocol and craft only)")
+            elif k in sub:
                 opts[k] = str(sub[k]).lower() if isinstance(sub[k], bool) else str(sub[k])
     if "max-message-bytes" in kc:
         opts["max-message-bytes"] = str(kc["max-message-bytes"])
@@ -182,7 +199,42 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
             raise ConfigError(f"{path}: [sink] column-selectors[{i}] needs matcher = [...] and columns = [...]")
         selectors.append((TableFilter(cs["matcher"]), list(cs["columns"])))
     return ChangefeedConfig(protocol=sink.get("protocol"), codec_options=opts, rules=rules,
-                            column_selectors=selectors)
+                            column_selectors=selectors, force_replicate=bool(doc.get("force-replicate", False)))
+
+
+def _positive(path: str | Path, what: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{path}: {what} must be a positive integer, got {value!r}")
+
+
+def _atomicity(path: str | Path, level: object) -> None:
+    """TiCDC's MQ sinks take `none` (and the unset default); `table` only a MySQL sink can honour."""
+    if level in ("", "none"):
+        return
+    if level == "table":
+        raise ConfigError(f"{path}: transaction-atomicity = \"table\": table level atomicity is not supported by "
+                          "kafka scheme (TiCDC's message); use \"none\"")
+    raise ConfigError(f"{path}: transaction-atomicity = {level!r}: expected \"none\" (or \"table\" for a MySQL sink)")
+
+
+def _integrity(path: str | Path, section: object) -> None:
+    """The [integrity] section, as TiCDC validates it; row checksums are not written here (yet): say so."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [integrity] must be a table")
+    extra = sorted(set(section) - {"integrity-check-level", "corruption-handle-level"})
+    if extra:
+        raise ConfigError(f"{path}: [integrity] has unsupported key(s) {', '.join(extra)}")
+    level = section.get("integrity-check-level", "none")
+    if level not in ("none", "correctness"):
+        raise ConfigError(f"{path}: [integrity] integrity-check-level = {level!r}: expected \"none\" or "
+                          "\"correctness\"")
+    handle = section.get("corruption-handle-level", "warn")
+    if handle not in ("warn", "error"):
+        raise ConfigError(f"{path}: [integrity] corruption-handle-level = {handle!r}: expected \"warn\" or "
+                          "\"error\"")
+    if level == "correctness":
+        warn_once(f"{path}: [integrity] integrity-check-level = \"correctness\": row-level checksums are not "
+                  "computed by changefeed yet; messages carry none")
 
 
 def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, CodecConfig, Router]:
@@ -196,6 +248,15 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
     opts.update(sink.codec_options)
     cfg = build_config(protocol, {k: v for k, v in opts.items()
                                   if protocol in OPTIONS[k].protocols or k in sink.codec_options})
+    if cf and cf.force_replicate:  # TiCDC's codec config refuses these with force-replicate (tables without keys)
+        if protocol == "avro":
+            raise ConfigError("force-replicate must be disabled, when using avro protocol")
+        if cfg.handle_key_only:
+            raise ConfigError('force-replicate must be disabled, when the large message handle option is set to '
+                              '"handle-key-only"')
+        if cfg.delete_only_output_handle_key_columns:
+            raise ConfigError('force-replicate must be disabled when configuration '
+                              '"delete-only-output-handle-key-columns" is true.')
     selector = ColumnSelector([(m, ColumnFilter(cols)) for m, cols in cf.column_selectors] if cf else None)
     router = Router(sink.topic, cf.rules if cf else [], partition_num=sink.partition_num, column_selector=selector)
     return sink, cfg, router
@@ -204,13 +265,15 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
 def codec_options(uri: str, protocol: str | None = None,
                   extra: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
     """The protocol and codec options a consumer of `uri` decodes with: the URI's codec parameters (its sink
-    parameters say nothing about decoding), `protocol` and `extra` winning. Unknown parameters are refused."""
+    parameters say nothing about decoding), `protocol` and `extra` winning. Unknown parameters are ignored with a
+    warning, as TiCDC ignores them."""
     params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
     proto = protocol or params.pop("protocol", None)
     params.pop("protocol", None)
     unknown = sorted(k for k in params if k not in OPTIONS and k not in KAFKA_PARAMS | FILE_PARAMS)
     if unknown:
-        raise ConfigError(f"URI {uri.split('?', 1)[0]}: unknown parameter(s) {', '.join(unknown)}")
+        warn_once(f"URI {uri.split('?', 1)[0]}: parameter(s) {', '.join(unknown)} ignored (not TiCDC sink or codec "
+                  "options)")
     params = {k: v for k, v in params.items() if k in OPTIONS}
     if not proto:
         raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
