@@ -32,6 +32,9 @@ ProtocolOpt = Annotated[str, typer.Option("--protocol", "-p", help=f"one of {', 
 OptionOpt = Annotated[list[str] | None, typer.Option("--option", help="codec option K=V, sink-URI spelling")]
 InOpt = Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")]
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="output file (default: stdout)")]
+TableFeaturesOpt = Annotated[str, typer.Option(
+    help="auto: turn Delta's column mapping / type widening on when a DDL needs it; minimal: rewrite the table "
+         "instead, so delta-rs, Polars and DuckDB keep reading it")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
 
 
@@ -407,6 +410,7 @@ def consume(
     = "available-now",
     max_records_per_trigger: Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")] = None,
     on_ddl_error: Annotated[str, typer.Option(help="stop, or skip (record the DDL as a dead letter)")] = "stop",
+    table_features: TableFeaturesOpt = "auto",
     watermarks: Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
     = None,
@@ -441,7 +445,8 @@ def consume(
         changes = read_changes(spark, base, proto, opts, schema_store=f"{cp}/schemas",
                                max_records_per_trigger=max_records_per_trigger)
         query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
-                              watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=report)
+                              watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=report,
+                              table_features=table_features)
         query.awaitTermination()  # type: ignore[union-attr]
         secs = time.monotonic() - started
         err.print(f"consumed {total['rows']:,} changes into {lake} in {secs:.1f} s "
@@ -596,6 +601,7 @@ def run(
     max_records_per_trigger: Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")] = None,
     rate: Annotated[int | None, typer.Option(help="events per second the source sends at most")] = None,
+    table_features: TableFeaturesOpt = "auto",
     fresh: Annotated[bool, typer.Option("--fresh/--resume", help="start from an empty --work folder")] = True,
     debug: DebugOpt = False,
 ) -> None:
@@ -614,7 +620,7 @@ def run(
             sink_uri += sep + "&".join([f"protocol={protocol}", *(f"{k}={v}" for k, v in opts_.items())])
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
-                        max_records_per_trigger=max_records_per_trigger, rate=rate)
+                        max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features)
         from .workdir import open_folder
 
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
@@ -690,6 +696,8 @@ def _print_run(rep: object) -> None:
                       f"{tc.extra} extra)")
         t.add_row("verify", "passed" if v.ok else "FAILED", "", f"{len(v.tables)} tables against "
                   f"{rep.expected} ({rep.verify_seconds:.1f} s)")
+    for line in rep.upgrades:
+        t.add_row("  feature", "", "", line)
     t.add_row("total", f"{rep.seconds:.1f} s", "", f"chart: {rep.chart}")
     Console().print(t)
     if v is not None:

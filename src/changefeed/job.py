@@ -40,6 +40,7 @@ class RunOptions:
     trigger_interval: str = "1 second"
     max_records_per_trigger: int | None = None
     rate: int | None = None  # events per second the source sends at most (None: as fast as it can)
+    table_features: str = "auto"  # auto | minimal (spark/table_features.py)
     watermark_interval_ms: int = 100  # of commit time
     config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
 
@@ -67,6 +68,7 @@ class RunReport:
     changes: int = 0
     dead_letters: int = 0
     ddl: int = 0
+    upgrades: list[str] = field(default_factory=list)  # Delta features DDL turned on, one line each
     batches: int = 0
     consume_seconds: float = 0.0
     verify_seconds: float = 0.0
@@ -241,6 +243,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         rep.changes += b.rows_in
         rep.dead_letters += b.errors
         rep.ddl += b.ddl_applied
+        rep.upgrades += [u.line() for u in b.upgrades]
         now = time.monotonic() - t0
         upto = b.applied_ts or b.max_ts
         at = sent.when(upto) if upto else None
@@ -252,7 +255,8 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
     consume_start = time.monotonic()
     query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
-                               trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch)
+                               trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
+                               table_features=opts.table_features)
     ready = time.monotonic() + 300
     while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
             and "Waiting for data" not in str(query.status.get("message", "")):

@@ -27,6 +27,7 @@ from ..errors import ChangefeedError
 from ..eventline import table_from_json
 from ..model import Column as ModelColumn
 from ..model import Index, TableInfo
+from . import table_features as features
 from .types import table_schema, text_of, typed
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ START_AT, END_AT = "__START_AT", "__END_AT"
 _POSITION = ("__pos_file", "__pos_pos", "__pos_row")  # a change's binlog position, as _order carries it
 _PLACE = ("topic", "partition", "offset", "idx")  # where a change sits in its stream
 CHANGELOG_STATS = "_batch,commit_ts,topic,partition,offset"
-TABLE_PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
-                    "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
 
 
 _COLUMN_RENAMING = ("ActionRenameColumn", "ActionModifyColumn", "ActionMultiSchemaChange")
@@ -146,6 +145,7 @@ class BatchReport:
     tables: set[str] = field(default_factory=set)
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step, for reports and benchmarks
+    upgrades: list[features.Upgrade] = field(default_factory=list)  # Delta features a DDL turned on
 
 
 class _Laps:
@@ -181,6 +181,7 @@ class ApplyOptions:
     # (TiCDC's MQ sink); a DDL then waits for every partition's copy, and rows after it wait for the DDL
     ddl_barrier: bool = False
     positions: bool = True  # changes may carry a binlog position that orders them within a commit ts (debezium)
+    table_features: str = features.AUTO  # auto: turn a Delta feature on when a DDL needs it; minimal: rewrite
 
 
 class ChangeApplier:
@@ -202,6 +203,7 @@ class ChangeApplier:
             raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")
         self._partitions = partitions
         self.on_batch = on_batch
+        self._upgrades: list[features.Upgrade] = []  # Delta features turned on during this micro-batch
         self.bronze = f"{self.lake}/_changefeed/changelog"
         self.dead = f"{self.lake}/_changefeed/dead_letters"
         self.progress = f"{self.lake}/_changefeed/progress"
@@ -534,6 +536,7 @@ class ChangeApplier:
             if batch_id not in self._held:
                 changes.unpersist()
         rep.applied_ts = self.applied_ts
+        rep.upgrades, self._upgrades = self._upgrades, []
         self._save_progress(batch_id, rep)
         lap("progress")
         rep.seconds = time.monotonic() - t0
@@ -645,6 +648,8 @@ class ChangeApplier:
                "rows": rep.rows_in, "errors": rep.errors, "at_ms": int(time.time() * 1000), "floors": self.floors,
                "ddl_ts": self._ddl_ts, "held": {str(b): list(v) for b, v in self._key_held.items()},
                "key_floors": self._key_floors,
+               "upgrades": [{"table": u.table, "feature": u.feature, "ddl": u.ddl, "commit_ts": u.commit_ts}
+                            for u in rep.upgrades],
                "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
         fs, folder = self._fs(self.progress)
         jvm = self.spark._jvm  # type: ignore[attr-defined]
@@ -845,8 +850,9 @@ class ChangeApplier:
             return
         from delta.tables import DeltaTable
 
-        b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(self._schema(t))
-        for k, v in TABLE_PROPERTIES.items():
+        schema = self._schema(t)
+        b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+        for k, v in features.creation_properties(schema.fieldNames()).items():  # plain unless a name needs more
             b = b.property(k, v)
         b.execute()
 
@@ -1201,15 +1207,20 @@ class ChangeApplier:
             new = [c.name for c in t.columns if c.name not in d.before.by_name]
             if len(gone) == len(new):
                 renames = dict(zip(gone, new, strict=True))
-        for old, new in renames.items():
-            if old in current and new not in current and new in want:
+        renames = {o: n for o, n in renames.items() if o in current and n not in current and n in want}
+        drop = [n for n in current if n not in want and n not in renames]
+        if (renames or drop) and self.o.table_features == features.MINIMAL:
+            features.rewrite(self.spark, path, lambda df: df.withColumnsRenamed(renames).drop(*drop))
+        elif renames or drop:
+            self._feature(path, features.COLUMN_MAPPING, d)
+            for old, new in renames.items():
                 self.spark.sql(f"ALTER TABLE {tpath} RENAME COLUMN {q(old)} TO {q(new)}")
-                current[new] = current.pop(old)
-        drop = [n for n in current if n not in want]
-        if drop:
-            self.spark.sql(f"ALTER TABLE {tpath} DROP COLUMNS ({', '.join(q(n) for n in drop)})")
-            for n in drop:
-                current.pop(n)
+            if drop:
+                self.spark.sql(f"ALTER TABLE {tpath} DROP COLUMNS ({', '.join(q(n) for n in drop)})")
+        for old, new in renames.items():
+            current[new] = current.pop(old)
+        for n in drop:
+            current.pop(n)
         prev = None
         added: list[str] = []
         for f in desired:
@@ -1220,7 +1231,7 @@ class ChangeApplier:
             else:
                 have = current[f.name]
                 if have.dataType != f.dataType:
-                    self._change_type(tpath, f.name, have.dataType, f.dataType, d)
+                    self._change_type(path, f.name, have.dataType, f.dataType, d)
                 if have.nullable is False and f.nullable:
                     self.spark.sql(f"ALTER TABLE {tpath} ALTER COLUMN {q(f.name)} DROP NOT NULL")
             prev = f.name
@@ -1266,9 +1277,22 @@ class ChangeApplier:
             return _lit(val)
         return f"CAST({_lit(str(val))} AS {typ})"
 
-    def _change_type(self, tpath: str, name: str, have: Any, want: Any, d: Ddl) -> None:
+    def _feature(self, path: str, feature: str, d: Ddl) -> None:
+        """Turn a Delta feature on for a table a DDL needs it for (auto mode), noting the upgrade."""
+        up = features.turn_on(self.spark, path, feature, f"{d.database}.{d.table}", d.query or d.ddl_type,
+                              d.commit_ts)
+        if up is not None:
+            self._upgrades.append(up)
+
+    def _change_type(self, path: str, name: str, have: Any, want: Any, d: Ddl) -> None:
         try:
-            self.spark.sql(f"ALTER TABLE {tpath} ALTER COLUMN {q(name)} TYPE {want.simpleString()}")
+            if self.o.table_features == features.MINIMAL:
+                from pyspark.sql import functions as F
+
+                features.rewrite(self.spark, path, lambda df: df.withColumn(name, F.col(name).cast(want)))
+                return
+            self._feature(path, features.TYPE_WIDENING, d)
+            self.spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN {q(name)} TYPE {want.simpleString()}")
         except Exception as e:
             raise ApplyError(f"cannot apply DDL at commit ts {d.commit_ts} ({d.query}): column {name} changes from "
                              f"{have.simpleString()} to {want.simpleString()}, which Delta cannot widen in place "
