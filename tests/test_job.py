@@ -125,5 +125,11 @@ def test_changefeed_run_command(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     assert "verify" in r.stdout and "passed" in r.stdout, r.stdout
     assert "app.users" in r.stdout and "lag" in r.stdout
+    # redirected output: a line per micro-batch (changes, tables, lag, seconds) in place of the bars
+    import re
+
+    lines = re.findall(r"batch \d+: [\d,]+ changes in, \d+ tables, \d+ dead letters, \d+ DDL, applied up to .*"
+                       r"\(\d+\.\d s\)", r.stderr)
+    assert lines and any(", lag " in x for x in lines), r.stderr[-3000:]
     assert (tmp_path / "w" / "run-report.png").exists()
     assert (tmp_path / "w" / "lake" / "app" / "users" / "_delta_log").is_dir()

@@ -437,10 +437,8 @@ def consume(
 
         def report(r: BatchReport) -> None:
             total.update(rows=r.rows_in, errors=r.errors, ddl=r.ddl_applied)
-            lag = f", lag {time.time() - to_datetime(r.applied_ts).timestamp():.1f} s" if r.applied_ts else ""
-            upto = to_datetime(r.applied_ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if r.applied_ts else "-"
-            err.print(f"batch {r.batch_id}: {r.rows_in:,} changes in, {r.errors} dead letters, {r.ddl_applied} DDL, "
-                      f"applied up to {upto}{lag} ({r.seconds:.1f} s)", highlight=False)
+            lag = time.time() - to_datetime(r.applied_ts).timestamp() if r.applied_ts else None
+            err.print(batch_line(r, lag), highlight=False)
 
         changes = read_changes(spark, base, proto, opts, schema_store=f"{cp}/schemas",
                                max_records_per_trigger=max_records_per_trigger)
@@ -661,13 +659,28 @@ class _RunBars:
         secs = max(time.monotonic() - self.first, 1e-9)
         self.bar.update(self.produce, info=f"{events:,} events ({events / secs:,.0f}/s)")
 
-    def batch(self, rep: object, changes_total: int) -> None:
+    def batch(self, rep: object, changes_total: int, lag: float | None = None) -> None:
         from .tso import to_datetime
 
         at = getattr(rep, "applied_ts", 0) or getattr(rep, "max_ts", 0)
         upto = to_datetime(at).strftime("%H:%M:%S.%f")[:-3] if at else "-"
         self.bar.update(self.apply, info=f"{changes_total:,} changes, batch {getattr(rep, 'batch_id', 0)}, "
                                          f"tables at commit time {upto}")
+        if not err.is_terminal:  # redirected: the bars do not render, so one line a micro-batch
+            err.print(batch_line(rep, lag), highlight=False)
+
+
+def batch_line(r: object, lag: float | None) -> str:
+    """One line per micro-batch, for `run` and `consume` when their output goes to a file: what came in,
+    how many tables it touched, how far behind the source the lake is, how long the batch took."""
+    from .tso import to_datetime
+
+    at = getattr(r, "applied_ts", 0)
+    upto = to_datetime(at).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if at else "-"
+    lag_text = f", lag {lag:.1f} s" if lag is not None else ""
+    return (f"batch {getattr(r, 'batch_id', 0)}: {getattr(r, 'rows_in', 0):,} changes in, "
+            f"{len(getattr(r, 'tables', ()) or ())} tables, {getattr(r, 'errors', 0)} dead letters, "
+            f"{getattr(r, 'ddl_applied', 0)} DDL, applied up to {upto}{lag_text} ({getattr(r, 'seconds', 0.0):.1f} s)")
 
 
 def _print_run(rep: object) -> None:

@@ -88,7 +88,7 @@ class Hooks:
 
     def stage(self, name: str, total: int | None = None) -> None: ...
     def produced(self, events: int) -> None: ...
-    def batch(self, rep: BatchReport, changes_total: int) -> None: ...
+    def batch(self, rep: BatchReport, changes_total: int, lag: float | None = None) -> None: ...
 
 
 def default_sink(opts: RunOptions) -> str:
@@ -248,7 +248,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         upto = b.applied_ts or b.max_ts
         at = sent.when(upto) if upto else None
         rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
-        hooks.batch(b, rep.changes)
+        hooks.batch(b, rep.changes, rep.samples[-1].lag)
 
     changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=f"{cp}/schemas",
                            max_records_per_trigger=opts.max_records_per_trigger)
