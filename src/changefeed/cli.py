@@ -52,6 +52,26 @@ def _reported(debug: bool) -> Iterator[None]:
             err.print(traceback.format_exc(), markup=False, highlight=False)
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(1) from None
+    except Exception as e:
+        if not type(e).__module__.startswith(("pyspark", "py4j")):
+            raise
+        if debug:
+            err.print(traceback.format_exc(), markup=False, highlight=False)
+        err.print(f"[bold red]error:[/] the Spark query stopped: {_spark_reason(e)} (--debug for the detail)",
+                  highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _spark_reason(e: Exception) -> str:
+    """The line of a Spark error that says what went wrong: the Python error raised in a micro-batch, else the
+    first line of the JVM's message."""
+    import re
+
+    text = getattr(e, "desc", None) or str(e)
+    named = re.findall(r"^\s*((?:[\w.]+\.)?\w*(?:Error|Exception): .+)$", text, flags=re.M)
+    py = [x for x in named if not x.startswith(("org.", "java.", "scala.", "py4j."))]
+    line = (py or named or [x for x in text.splitlines() if x.strip()] or [type(e).__name__])[-1 if py else 0]
+    return line.strip()
 
 
 @contextlib.contextmanager

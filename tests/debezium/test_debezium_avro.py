@@ -78,3 +78,21 @@ def test_round_trip(schema_registry_url):
                 row = getattr(got, side)
                 assert row["id"] == 7 and row["flags"] == 0xABC and row["created"] == ROW["created"]
                 assert row["status"] == want["status"] and row["small"] == -3
+
+
+def test_a_later_decoder_told_the_ddl_reads_bigint_unsigned_whole(schema_registry_url):
+    """A consumer decodes a partition's rows in a later micro-batch than their CREATE TABLE, with the definition
+    from its schema store (`remember`): BIGINT UNSIGNED travels as Connect int64, 2^64-1 as -1, and only the DDL
+    says it is unsigned. (TiCDC's consumer keeps the table info for the same reason.)"""
+    reg = SchemaRegistry(schema_registry_url)
+    cfg = build_config("debezium-avro", {"schema-registry": schema_registry_url})
+    t = TableInfo(f"db{uuid.uuid4().hex[:6]}", "u", [Column("id", "bigint", nullable=False, primary_key=True),
+                                                     Column("big", "bigint unsigned", nullable=True)],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)])
+    [m] = DebeziumAvroEncoder(cfg, reg).encode(Event(kind=Kind.INSERT, commit_ts=5 << 18, table=t,
+                                                     after={"id": 1, "big": (1 << 64) - 1}))
+    dec = DebeziumAvroDecoder(cfg, reg)
+    dec.remember(t)
+    [ev] = dec.decode(m.value, m.key)
+    assert ev.after["big"] == (1 << 64) - 1
+    assert ev.table.by_name["big"].mysql_type == "bigint unsigned"

@@ -22,7 +22,7 @@ from ..avro.registry import SchemaRegistry, SchemaRegistryError
 from ..config import CodecConfig
 from ..errors import DecodeError, EncodeError
 from ..eventline import Message
-from ..model import Event
+from ..model import Event, TableInfo
 from ..routing import TopicExpression, TopicSource
 from .decoder import DebeziumDecoder
 from .encoder import DebeziumEncoder, _Raw, topic_name
@@ -184,6 +184,11 @@ class DebeziumAvroDecoder:
         self.registry = registry
         self.inner = DebeziumDecoder(config)
         self._schemas: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+    def remember(self, t: TableInfo) -> None:
+        """A definition from earlier DDL (a consumer's schema store): without it a later micro-batch decodes a
+        BIGINT UNSIGNED above 2^63 from its Connect int64 as a negative number."""
+        self.inner.remember(t)
 
     def _read(self, payload: bytes, fld: str) -> tuple[dict[str, Any], Any]:
         if len(payload) < 5 or payload[0] != 0:

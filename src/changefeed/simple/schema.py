@@ -141,8 +141,48 @@ def type_text(dt: dict[str, Any]) -> str:
     return text
 
 
+def _want(ok: bool, path: str, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{path} must be {what}")
+
+
+def _opt_str(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def check_schema(obj: Any) -> None:
+    """A TableSchema of the right shape, else a ValueError naming the field: what passes here becomes a lake
+    table, where a column named by a list would stop the consumer instead of being a dead letter."""
+    _want(isinstance(obj, dict), "tableSchema", "an object")
+    _want(isinstance(obj.get("table"), str) and _opt_str(obj.get("schema", obj.get("database"))),
+          "schema/table", "strings")
+    cols = obj.get("columns")
+    _want(isinstance(cols, list), "columns", "an array")
+    names: set[str] = set()
+    for i, c in enumerate(cols):
+        _want(isinstance(c, dict) and isinstance(c.get("name"), str), f"columns[{i}].name", "a string")
+        dt = c.get("dataType")
+        _want(isinstance(dt, dict) and isinstance(dt.get("mysqlType"), str), f"columns[{i}].dataType.mysqlType",
+              "a string")
+        _want(_opt_str(dt.get("charset")) and _opt_str(dt.get("collate")), f"columns[{i}].dataType",
+              "charset/collate strings")
+        for k in ("length", "decimal"):
+            _want(dt.get(k) is None or type(dt.get(k)) is int, f"columns[{i}].dataType.{k}", "an integer")
+        names.add(c["name"])
+    idxs = obj.get("indexes")
+    _want(idxs is None or isinstance(idxs, list), "indexes", "an array")
+    for i, x in enumerate(idxs or []):
+        _want(isinstance(x, dict) and isinstance(x.get("name"), str), f"indexes[{i}].name", "a string")
+        ic = x.get("columns")
+        _want(isinstance(ic, list) and all(isinstance(n, str) and n in names for n in ic), f"indexes[{i}].columns",
+              "an array of the table's column names")
+    for k in ("tableID", "version"):
+        _want(obj.get(k) is None or type(obj.get(k)) is int, k, "an integer")
+
+
 def table_from_schema(obj: dict[str, Any]) -> TableInfo:
     """A TableInfo from a TableSchema object (JSON, or the Avro record's native form)."""
+    check_schema(obj)
     cols = []
     pk: list[str] = []
     uniques: set[str] = set()

@@ -26,8 +26,8 @@ from ..codecs import make_decoder
 from ..config import build_config
 from ..errors import DecodeError
 from ..eventline import table_from_json, table_to_json
-from ..model import ROW_KINDS, Event, Kind, TableInfo
-from ..mysqltypes import make_text_formatter
+from ..model import ROW_KINDS, Column, Event, Kind, TableInfo
+from ..mysqltypes import TypeParseError, make_text_formatter
 from .types import text_of
 
 # canal-json row kinds, and the protocol's own value text kept as it is (the "canal" dialect of types.typed)
@@ -88,11 +88,28 @@ class _Converters:
         else:
             self.funcs = {c.name: text_of(c.type) for c in t.columns}
 
-    def text(self, row: dict[str, Any] | None) -> list[tuple[str, str | None]] | None:
+    def text(self, row: dict[str, Any] | None, image: str = "") -> list[tuple[str, str | None]] | None:
         if row is None:
             return None
         f = self.funcs
-        return [(k, f[k](v) if k in f else (None if v is None else str(v))) for k, v in row.items()]
+        try:
+            return [(k, f[k](v) if k in f else (None if v is None else str(v))) for k, v in row.items()]
+        except Exception:  # noqa: BLE001 - say which column holds what its type cannot
+            for k, v in row.items():
+                try:
+                    f[k](v) if k in f else None
+                except Exception as e:  # noqa: BLE001
+                    raise DecodeError(f"a {type(v).__name__} value column {k!r} ({self.table.by_name[k].type}) "
+                                      f"cannot hold ({type(e).__name__}: {e})", field=f"{image}.{k}") from None
+            raise
+
+
+def def_json(t: TableInfo) -> str:
+    """A table definition as a change row carries it, read back once here: a definition the lake could not
+    take (a column named by a list ...) is the message's dead letter, not a failed micro-batch."""
+    obj = table_to_json(t)
+    table_from_json(obj)
+    return orjson.dumps(obj).decode()
 
 
 def decode_partitions(protocol: str, options: dict[str, str] | None = None, store: str | None = None,
@@ -153,24 +170,36 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
 
         seen: dict[int, TableInfo] = {}  # definitions already looked at, by identity (a signature per row costs)
 
-        def table_def(t: TableInfo | None) -> bytes | None:
+        def table_def(t: TableInfo | None) -> tuple[bytes, str] | None:
+            """The definition a row carries the first time its shape is seen (noted as emitted by `emit`)."""
             if t is None or not t.columns or seen.get(id(t)) is t:
                 return None
-            if len(seen) > 4096:
-                seen.clear()
-            seen[id(t)] = t
             sig = t.signature()
             if sig in emitted:
+                if len(seen) > 4096:
+                    seen.clear()
+                seen[id(t)] = t
                 return None
-            emitted.add(sig)
-            return orjson.dumps(table_to_json(t))
+            return sig, def_json(t)
 
         out = _Columns()
         cols = out.dense
         sparse = out.sparse
         before_col, after_col = out.before, out.after
 
-        def emit(topic: str, part: int, off: int, idx: int, ev: Event) -> None:
+        def prepare(ev: Event) -> tuple[Event, Any, Any, Any, str | None]:
+            """What a change row needs that can still fail on a decoded event (a value its column type does
+            not take): done before anything is appended, so a message lands whole or as one dead letter."""
+            t = ev.subject
+            if ev.kind in ROW_KINDS and t is not None:
+                cv = conv(t)
+                before, after = cv.text(ev.before, "before"), cv.text(ev.after, "after")
+                return ev, before, after, table_def(t), None
+            return (ev, None, None, def_json(ev.table) if ev.table is not None else None,
+                    def_json(ev.pre_table) if ev.pre_table is not None else None)
+
+        def emit(topic: str, part: int, off: int, idx: int, prepared: tuple[Event, Any, Any, Any, Any]) -> None:
+            ev, before, after, tdef, pre = prepared
             t = ev.subject
             c = cols
             i = len(c["topic"])
@@ -186,27 +215,37 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
                 sparse["schema_version"][i] = t.version
             if ev.position:
                 sparse["position"][i] = orjson.dumps(ev.position).decode()
-            if ev.kind in ROW_KINDS and t is not None:
-                cv = conv(t)
-                before_col.add_pairs(cv.text(ev.before))
-                after_col.add_pairs(cv.text(ev.after))
-                td = table_def(t)
-                if td:
-                    sparse["table_def"][i] = td.decode()
-            else:
-                before_col.add_pairs(None)
-                after_col.add_pairs(None)
-                if ev.table is not None:
-                    sparse["table_def"][i] = orjson.dumps(table_to_json(ev.table)).decode()
-                if ev.pre_table is not None:
-                    sparse["pre_table_def"][i] = orjson.dumps(table_to_json(ev.pre_table)).decode()
-                if ev.table is not None and ev.table.columns and ev.kind in (Kind.DDL, Kind.BOOTSTRAP):
-                    learnt.append((ev.commit_ts, ev.table))
-                    local_defs.setdefault((topic, part), []).append((ev.commit_ts, ev.table))
+            before_col.add_pairs(before)
+            after_col.add_pairs(after)
+            if isinstance(tdef, tuple):  # a row's table shape, the first time it is seen
+                if tdef[0] not in emitted:
+                    emitted.add(tdef[0])
+                    sparse["table_def"][i] = tdef[1]
+            elif tdef is not None:
+                sparse["table_def"][i] = tdef
+            if pre is not None:
+                sparse["pre_table_def"][i] = pre
+            if ev.kind not in ROW_KINDS and ev.table is not None and ev.table.columns \
+                    and ev.kind in (Kind.DDL, Kind.BOOTSTRAP):
+                learnt.append((ev.commit_ts, ev.table))
+                local_defs.setdefault((topic, part), []).append((ev.commit_ts, ev.table))
             if ev.query is not None:
                 sparse["ddl"][i] = ev.query
             if ev.ddl_type is not None:
                 sparse["ddl_type"][i] = ev.ddl_type
+
+        def emit_all(topic: str, part: int, off: int, events: list[Event], key: bytes | None,
+                     value: bytes | None) -> None:
+            try:
+                ready = [prepare(ev) for ev in events]
+            except DecodeError as e:
+                fail(topic, part, off, str(e.located(f"{topic}/{part}@{off}")), key, value)
+                return
+            except Exception as e:  # noqa: BLE001 - whatever else a decoded event cannot become: a dead letter
+                fail(topic, part, off, f"{topic}/{part}@{off}: {type(e).__name__}: {e}", key, value)
+                return
+            for i, r in enumerate(ready):
+                emit(topic, part, off, i, r)
 
         shapes: dict[tuple[str, str], tuple[Any, Any]] = {}  # canal: the last table shape emitted, per table
 
@@ -233,14 +272,16 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
             old = m.get("old") if kind == "update" else None
             if kind == "update" and (type(old) is not list or len(old) != len(data)):
                 return False
-            n = len(mt)
+            pk = m.get("pkNames")
+            have = shapes.get((db, tbl))
+            if (have is None or have[0] != mt or have[1] != pk) and not _plain_shape(mt, pk):
+                return False
+            keys = mt.keys()
             for i, d in enumerate(data):
-                if type(d) is not dict or len(d) != n or not _TEXT_TYPES.issuperset(map(type, d.values())) or (
+                if type(d) is not dict or d.keys() != keys or not _TEXT_TYPES.issuperset(map(type, d.values())) or (
                         old is not None and (type(old[i]) is not dict
                                              or not _TEXT_TYPES.issuperset(map(type, old[i].values())))):
                     return False
-            pk = m.get("pkNames")
-            have = shapes.get((db, tbl))
             shape = None
             if have is None or have[0] != mt or have[1] != pk:
                 shapes[(db, tbl)] = (mt, pk)
@@ -323,11 +364,10 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
                     q.append((off, key, value))
                 released = before_pending - after_pending if after_pending < before_pending else 0
                 own = len(events) - released
-                for i, ev in enumerate(events[:own]):
-                    emit(topic, part, off, i, ev)
+                emit_all(topic, part, off, events[:own], key, value)
                 for ev in events[own:]:
-                    woff, _, _ = q.popleft()
-                    emit(topic, part, woff, 0, ev)
+                    woff, wkey, wvalue = q.popleft()
+                    emit_all(topic, part, woff, [ev], wkey, wvalue)
             yield out.take(out_schema)
 
         # DML still waiting for its table's schema at the end of the task: dead letters, not silence
@@ -344,6 +384,21 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
             schema_store.add(learnt)
 
     return run
+
+
+def _plain_shape(mysql_types: dict[str, Any], pk: Any) -> bool:
+    """Whether canal-json's `mysqlType`/`pkNames` make a table the lake can create (checked once per shape): else
+    the decoder takes the message and names the field that is wrong."""
+    if pk is not None and (type(pk) is not list or not all(type(n) is str and n in mysql_types for n in pk)):
+        return False
+    try:
+        for n, mt in mysql_types.items():
+            if type(mt) is not str:
+                return False
+            Column(name=n, mysql_type=mt)
+    except (TypeParseError, ValueError, TypeError):
+        return False
+    return True
 
 
 # canal-json's own value text: a string or JSON null (anything else takes the decoder)
