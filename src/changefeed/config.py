@@ -72,6 +72,9 @@ _OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("debezium-output-ddl-and-watermark", "debezium_output_ddl_and_watermark", "bool",
                ("debezium", "debezium-avro")),
     OptionSpec("time-zone", "time_zone", "str", _ALL),
+    # TiCDC's codec config EnableRowChecksum: set from the changefeed's [integrity] integrity-check-level =
+    # "correctness" (sink.py); only the simple and avro encoders write checksums
+    OptionSpec("enable-row-checksum", "enable_row_checksum", "bool", ("simple", "avro")),
 )
 OPTIONS: dict[str, OptionSpec] = {o.name: o for o in _OPTIONS}
 
@@ -102,6 +105,7 @@ class CodecConfig:
     cluster_id: str = "default"
     debezium_output_ddl_and_watermark: bool = True  # false: row changes only, as the spec's TiCDC version
     time_zone: str = "UTC"
+    enable_row_checksum: bool = False
     explicit: frozenset[str] = field(default_factory=frozenset)
 
     @property
@@ -188,6 +192,13 @@ def build_config(protocol: str, options: dict[str, Any] | None = None) -> CodecC
             raise ConfigError("large-message-handle-option=claim-check needs claim-check-storage-uri")
     if cfg.max_message_bytes <= 0:
         raise ConfigError("option max-message-bytes must be positive")
+    if protocol == "avro" and cfg.enable_row_checksum and not (
+            cfg.enable_tidb_extension and cfg.avro_decimal_handling_mode == "string"
+            and cfg.avro_bigint_unsigned_handling_mode == "string"):
+        # TiCDC's common.Config.Validate: the checksum needs the extension fields and exact text values
+        raise ConfigError('avro protocol with row level checksum should set "enable-tidb-extension" to "true", '
+                          'and set "avro-decimal-handling-mode" to "string" and "avro-bigint-unsigned-handling-mode" '
+                          'to "string"')
     return cfg
 
 

@@ -115,6 +115,20 @@ class TableInfo:
         return other is not None and self.signature() == other.signature()
 
 
+@dataclass(frozen=True, slots=True)
+class RowChecksum:
+    """A row event's checksums, as TiCDC's integrity.Checksum carries them (`[integrity]` correctness).
+
+    `current` is the CRC32 of the after image, `previous` of the before image (0: none, as TiCDC writes it);
+    `version` is the upstream TiDB row's checksum version, `corrupted` TiCDC's verdict on reading the row.
+    """
+
+    current: int = 0
+    previous: int = 0
+    version: int = 0
+    corrupted: bool = False
+
+
 class Kind(StrEnum):
     INSERT = "insert"
     UPDATE = "update"
@@ -147,6 +161,8 @@ class Event:
     # where the change sits in its source when there is no commit ts to order by (real Debezium's binlog
     # file/pos/row/gtid); None for TiDB/TiCDC sources
     position: dict[str, Any] | None = None
+    # the row checksums a message carried (verified by its decoder), or None
+    checksum: RowChecksum | None = None
 
     @property
     def is_row(self) -> bool:

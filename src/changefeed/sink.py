@@ -167,7 +167,8 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
     ignored = [k for k in _IGNORED_SINK_KEYS if k in sink]
     if ignored:
         warn_once(f"{path}: [sink] {', '.join(ignored)} ignored (they apply to TiCDC's other downstreams)")
-    _integrity(path, doc.get("integrity", {}))
+    if _integrity(path, doc.get("integrity", {})):
+        opts["enable-row-checksum"] = "true"
     for key, opt in _SINK_KEYS.items():
         if opt and key in sink:
             opts[opt] = str(sink[key]).lower() if isinstance(sink[key], bool) else str(sink[key])
@@ -217,8 +218,12 @@ def _atomicity(path: str | Path, level: object) -> None:
     raise ConfigError(f"{path}: transaction-atomicity = {level!r}: expected \"none\" (or \"table\" for a MySQL sink)")
 
 
-def _integrity(path: str | Path, section: object) -> None:
-    """The [integrity] section, as TiCDC validates it; row checksums are not written here (yet): say so."""
+def _integrity(path: str | Path, section: object) -> bool:
+    """The [integrity] section, as TiCDC validates it: True when row checksums are to be written.
+
+    TiCDC sets its codec config's EnableRowChecksum from integrity-check-level = "correctness"; the simple
+    and avro encoders then write each row's checksums (the other protocols carry none).
+    """
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [integrity] must be a table")
     extra = sorted(set(section) - {"integrity-check-level", "corruption-handle-level"})
@@ -232,9 +237,7 @@ def _integrity(path: str | Path, section: object) -> None:
     if handle not in ("warn", "error"):
         raise ConfigError(f"{path}: [integrity] corruption-handle-level = {handle!r}: expected \"warn\" or "
                           "\"error\"")
-    if level == "correctness":
-        warn_once(f"{path}: [integrity] integrity-check-level = \"correctness\": row-level checksums are not "
-                  "computed by changefeed yet; messages carry none")
+    return level == "correctness"
 
 
 def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, CodecConfig, Router]:
@@ -246,6 +249,9 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
         raise ConfigError(f"the sink URI says protocol={protocol} and the config file says {cf.protocol}")
     opts = dict(cf.codec_options if cf else {})
     opts.update(sink.codec_options)
+    if opts.get("enable-row-checksum") == "true" and protocol not in OPTIONS["enable-row-checksum"].protocols:
+        warn_once(f"[integrity] integrity-check-level = \"correctness\": protocol {protocol} carries no row "
+                  "checksum (TiCDC writes them with the simple and avro protocols only)")
     cfg = build_config(protocol, {k: v for k, v in opts.items()
                                   if protocol in OPTIONS[k].protocols or k in sink.codec_options})
     if cf and cf.force_replicate:  # TiCDC's codec config refuses these with force-replicate (tables without keys)

@@ -7,12 +7,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from changefeed.checksum import row_checksum
 from changefeed.codecs import make_decoder, make_encoder
 from changefeed.config import build_config
 from changefeed.errors import DecodeError
 from changefeed.model import Column, Event, Index, Kind, TableInfo
 from changefeed.simple import SimpleDecoder, SimpleEncoder
-from changefeed.simple.decoder import row_checksum
 
 T1 = TableInfo("d", "t", [Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(10)")],
                [Index("PRIMARY", ["id"], primary=True, unique=True)], 5, 100)

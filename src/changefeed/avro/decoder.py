@@ -17,12 +17,14 @@ from typing import Any
 import fastavro
 import orjson
 
+from ..checksum import mismatches
 from ..config import CodecConfig
 from ..ddl import ACTIONS
 from ..errors import DecodeError
-from ..model import Column, Event, Index, Kind, Row, TableInfo
+from ..model import Column, Event, Index, Kind, Row, RowChecksum, TableInfo
 from ..mysqltypes import (
     Family,
+    ValueError_,
     canonical_float32,
     name_to_enum_index,
     names_to_set_mask,
@@ -156,6 +158,37 @@ class AvroDecoder:
                 raise DecodeError(f"bad value {v!r}: {e}", field=f"{fld}.{name}") from None
         return row
 
+    def _verify(self, t: TableInfo, rec: dict[str, Any], row: Row, ts: int) -> RowChecksum | None:
+        """Check `_tidb_row_level_checksum` against the row (TiCDC's avro decoder: VerifyChecksum).
+
+        Empty or absent: no checksum. TIMESTAMP values are taken in the configured time-zone (TiCDC's
+        consumer: its local zone), which must be the changefeed's. A row TiCDC marked `_tidb_corrupted`, or
+        whose values do not give the checksum, is an error: dead-lettered, never applied.
+        """
+        text = rec.get("_tidb_row_level_checksum")
+        if not text:
+            return None
+        where = f"{t.qualified} at commitTs {ts}"
+        fld = "_tidb_row_level_checksum"
+        try:
+            want = int(text)
+            if not 0 <= want < 1 << 64:
+                raise ValueError(text)
+        except (TypeError, ValueError):
+            raise DecodeError(f"{text!r} is not an unsigned integer", field=fld) from None
+        cs = RowChecksum(current=want & 0xFFFFFFFF, version=rec.get("_tidb_checksum_version") or 0,
+                         corrupted=bool(rec.get("_tidb_corrupted")))
+        if cs.corrupted:
+            raise DecodeError(f"row marked corrupted by TiCDC (_tidb_corrupted) for {where}", field="_tidb_corrupted")
+        try:
+            bad = mismatches(t, (("current", row, want),), self.config.time_zone)
+        except ValueError_ as e:
+            raise DecodeError(f"cannot compute the row checksum for {where}: {e}", field=fld) from None
+        if bad is not None:
+            raise DecodeError(f"row checksum mismatch for {where}: {fld} is {want}, the row gives {bad[2]}",
+                              field=fld)
+        return cs
+
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         if value is not None and value[:1] == b"\x02" and len(value) == 9:
             return [Event(kind=Kind.WATERMARK, commit_ts=struct.unpack(">Q", value[1:])[0])]
@@ -187,6 +220,7 @@ class AvroDecoder:
         if kind is Kind.DELETE:
             return [Event(kind=kind, commit_ts=ts & _MASK64, table=t, before=row)]
         ev = Event(kind=kind, commit_ts=ts & _MASK64, table=t, after=row)
+        ev.checksum = self._verify(t, vrec, row, ev.commit_ts)
         if kind is Kind.UPDATE:
             # the protocol carries no before image: only the key is known (it cannot change without a split)
             ev.before = self._row(t, krec, "key") if krec is not None else {}

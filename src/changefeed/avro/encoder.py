@@ -2,7 +2,9 @@
 
 Key and value are each `0x00 + 4-byte big-endian schema id + Avro binary`. The key is the handle-key
 columns (none: no key); the value all columns, plus `_tidb_op`, `_tidb_commit_ts` and
-`_tidb_commit_physical_time` with enable-tidb-extension. A DELETE is a tombstone (key, no value).
+`_tidb_commit_physical_time` with enable-tidb-extension (and, with enable-row-checksum, the after image's
+checksum `_tidb_row_level_checksum`, `_tidb_corrupted`, `_tidb_checksum_version`). A DELETE is a tombstone
+(key, no value).
 DDL and WATERMARK are not sent, except with enable-tidb-extension and avro-enable-watermark
 (`0x01 + JSON` and `0x02 + ts`, no header). Schemas are registered once per table version.
 """
@@ -16,12 +18,14 @@ from typing import Any
 import fastavro
 
 from .. import gojson
+from ..checksum import event_checksum
 from ..config import CodecConfig
 from ..ddl import ACTIONS
 from ..errors import EncodeError
 from ..eventline import Message
 from ..largemsg import record_length, too_large
 from ..model import Event, Kind, TableInfo
+from ..mysqltypes import ValueError_
 from ..routing import TopicExpression, TopicSource
 from ..tso import physical_ms
 from .registry import SchemaRegistry, SchemaRegistryError
@@ -139,6 +143,16 @@ class AvroEncoder:
                 rec["_tidb_op"] = "c" if ev.kind is Kind.INSERT else "u"
                 rec["_tidb_commit_ts"] = ts - (1 << 64) if ts >= 1 << 63 else ts
                 rec["_tidb_commit_physical_time"] = physical_ms(ts)
+                if cfg.enable_row_checksum:
+                    try:
+                        cs = event_checksum(ev, cfg.time_zone)
+                    except ValueError_ as e:
+                        raise EncodeError(f"cannot compute the row checksum of {t.qualified} at commitTs "
+                                          f"{ev.commit_ts}: {e}") from None
+                    # no checksum (both 0): TiCDC leaves the fields out and the schema defaults are written
+                    rec["_tidb_row_level_checksum"] = str(cs.current) if cs else ""
+                    rec["_tidb_corrupted"] = cs.corrupted if cs else False
+                    rec["_tidb_checksum_version"] = cs.version if cs else 0
             try:
                 value = reg.value_header + self._write(reg.value_schema, rec)
             except (ValueError, TypeError) as e:

@@ -24,6 +24,13 @@ EXT_FIELDS = [
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
     {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
 ]
+# with enable-row-checksum (avro.go schemaWithExtension): the after image's checksum as decimal text, TiCDC's
+# corrupted verdict, the upstream row's checksum version
+CHECKSUM_FIELDS = [
+    {"default": "", "name": "_tidb_row_level_checksum", "type": "string"},
+    {"default": False, "name": "_tidb_corrupted", "type": "boolean"},
+    {"default": 0, "name": "_tidb_checksum_version", "type": "int"},
+]
 
 
 def sanitize(name: str) -> str:
@@ -190,6 +197,8 @@ def value_schema(t: TableInfo, cfg: CodecConfig, changefeed_ns: str = "default")
     rec = record_schema(t, t.columns, cfg, changefeed_ns)
     if cfg.enable_tidb_extension:
         rec["fields"] = rec["fields"] + [dict(f) for f in EXT_FIELDS]
+        if cfg.enable_row_checksum:
+            rec["fields"] += [dict(f) for f in CHECKSUM_FIELDS]
     return rec
 
 

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ..model import Row, TableInfo
+from ..model import Row, RowChecksum, TableInfo
 from ..mysqltypes import Family
 
 # union branch indexes in message.json: Message union, MessageType enum, the value union of data/old
@@ -66,6 +66,14 @@ def value_writer(ctype: Any, tz: str) -> Callable[[Any], bytes]:
     return lambda v: _STRING + zstr(v if isinstance(v, str) else v.decode("utf-8", "replace"))
 
 
+def checksum_bytes(cs: RowChecksum | None) -> bytes:
+    """The DML's `checksum` union: null, or the Checksum record (version int, corrupted, current, previous)."""
+    if cs is None:
+        return _NULL
+    return b"".join((b"\x02", zlong(cs.version), b"\x01" if cs.corrupted else b"\x00", zlong(cs.current),
+                     zlong(cs.previous)))
+
+
 class DMLWriter:
     """Per table: the constant head of its DML messages and a writer per column."""
 
@@ -96,11 +104,11 @@ class DMLWriter:
         return b"\x02" + zlong(len(parts)) + b"".join(parts) + b"\x00"
 
     def message(self, dml_type: str, commit_ts: int, build_ts: int, data: bytes, old: bytes,
-                claim_check: str | None = None, handle_key_only: bool = False) -> bytes:
+                claim_check: str | None = None, handle_key_only: bool = False, checksum: bytes = _NULL) -> bytes:
         return b"".join((
             self.head, _DML_TYPE[dml_type], zlong(commit_ts), zlong(build_ts), self.tail_version,
             _NULL if claim_check is None else b"\x02" + zstr(claim_check),
             b"\x02\x01" if handle_key_only else _NULL,
-            _NULL,  # checksum
+            checksum,
             data, old,
         ))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import io
-import struct
-import zlib
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +18,12 @@ from typing import Any
 import fastavro
 import orjson
 
+from ..checksum import mismatches
 from ..compression import decompress
 from ..config import CodecConfig
 from ..ddl import action_from_canal
 from ..errors import DecodeError, field_offset, json_object
-from ..model import Event, Kind, Row, TableInfo
+from ..model import Event, Kind, Row, RowChecksum, TableInfo
 from ..mysqltypes import (
     TYPE_BIT,
     TYPE_ENUM,
@@ -93,28 +92,20 @@ def _avro_parser(ctype: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def row_checksum(table: TableInfo, row: Row) -> int:
-    """TiCDC's row checksum (common/verify_checksum.go): CRC32 over the columns in table order."""
-    crc = 0
-    for col in table.columns:
-        v = row.get(col.name)
-        if v is None:
+def _location(msg: dict[str, Any]) -> str | None:
+    """The time zone a message's TIMESTAMP values are in (their `location`; TiCDC writes its changefeed's)."""
+    for fld in ("data", "old"):
+        img = msg.get(fld)
+        if isinstance(img, tuple):
+            img = img[1]
+        if not isinstance(img, dict):
             continue
-        fam = col.type.family
-        if fam in (Family.INT, Family.YEAR, Family.ENUM, Family.SET, Family.BIT):
-            buf = struct.pack("<Q", v & _MASK64)
-        elif fam is Family.FLOAT:
-            buf = struct.pack("<d", v)
-        elif fam is Family.BYTES or fam is Family.STRING:
-            raw = v if isinstance(v, bytes) else v.encode("utf-8")
-            buf = struct.pack("<I", len(raw)) + raw
-        elif col.type.name == "geometry":
-            continue
-        else:
-            raw = str(v).encode("utf-8")
-            buf = struct.pack("<I", len(raw)) + raw
-        crc = zlib.crc32(buf, crc)
-    return crc
+        for v in img.values():
+            if isinstance(v, tuple):
+                v = v[1]
+            if isinstance(v, dict) and isinstance(v.get("location"), str):
+                return v["location"]
+    return None
 
 
 class SimpleDecoder:
@@ -314,20 +305,46 @@ class SimpleDecoder:
         return row
 
     def _check(self, msg: dict[str, Any], ev: Event, raw: bytes) -> None:
+        """Verify the row checksums a message carries (TiCDC's simple decoder: VerifyChecksum).
+
+        A message TiCDC marked corrupted, or whose values do not give its checksums, is an error (so it is
+        dead-lettered, never applied). A handle-key-only message holds only the key columns: its checksums
+        are of the full row and cannot be checked here.
+        """
         cs = msg.get("checksum")
         if not cs:
             return
         where = f"{ev.table.qualified} at commitTs {ev.commit_ts}"  # type: ignore[union-attr]
-        if cs.get("corrupted"):
-            raise DecodeError(f"row checksum marked corrupted by TiCDC for {where}", field="checksum")
-        for side, key in (("after", "current"), ("before", "previous")):
-            want = (cs.get(key) or 0) & 0xFFFFFFFF
-            row = getattr(ev, side)
-            if want and row is not None:
-                got = row_checksum(ev.table, row)  # type: ignore[arg-type]
-                if got != want:
-                    raise DecodeError(f"row checksum mismatch for {where}: {key} is {want}, the row gives {got}",
-                                      field=f"checksum.{key}", offset=field_offset(raw, "checksum"))
+        off = field_offset(raw, "checksum")
+        if not isinstance(cs, dict):
+            raise DecodeError("checksum is an object {version, corrupted, current, previous}", field="checksum",
+                              offset=off)
+        try:
+            got = RowChecksum(current=int(cs.get("current") or 0) & 0xFFFFFFFF,
+                              previous=int(cs.get("previous") or 0) & 0xFFFFFFFF,
+                              version=int(cs.get("version") or 0), corrupted=bool(cs.get("corrupted")))
+        except (TypeError, ValueError):
+            raise DecodeError(f"checksum {cs!r} is not {{version, corrupted, current, previous}} numbers",
+                              field="checksum", offset=off) from None
+        if got.corrupted:
+            raise DecodeError(f"row checksum marked corrupted by TiCDC for {where}", field="checksum.corrupted",
+                              offset=off)
+        if not msg.get("handleKeyOnly"):
+            t: TableInfo = ev.table  # type: ignore[assignment]
+            tz = self.config.time_zone
+            if any(c.type.family is Family.TIMESTAMP for c in t.columns):
+                tz = _location(msg) or tz
+            try:
+                bad = mismatches(t, (("current", ev.after, got.current), ("previous", ev.before, got.previous)),
+                                 tz)
+            except ValueError_ as e:
+                raise DecodeError(f"cannot compute the row checksum for {where}: {e}", field="checksum",
+                                  offset=off) from None
+            if bad is not None:
+                key, want, have = bad
+                raise DecodeError(f"row checksum mismatch for {where}: {key} is {want}, the row gives {have}",
+                                  field=f"checksum.{key}", offset=off)
+        ev.checksum = got
 
     def _claim_checked(self, location: str, raw: bytes) -> Event | None:
         if self._claim_check is None:

@@ -18,15 +18,16 @@ from typing import Any
 import fastavro
 
 from .. import gojson
+from ..checksum import event_checksum
 from ..compression import compress
 from ..config import CodecConfig
 from ..ddl import canal_type
 from ..errors import EncodeError
 from ..eventline import Message
 from ..largemsg import fit_row, record_length, too_large
-from ..model import Event, Kind, Row, TableInfo
-from ..mysqltypes import Family, make_text_formatter
-from .avrowriter import DMLWriter
+from ..model import Event, Kind, Row, RowChecksum, TableInfo
+from ..mysqltypes import Family, ValueError_, make_text_formatter
+from .avrowriter import DMLWriter, checksum_bytes
 from .schema import table_schema
 
 VERSION = 1
@@ -234,7 +235,8 @@ class SimpleEncoder:
                 out[name] = fmts[name](v)
         return out
 
-    def _row_value(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None) -> bytes:
+    def _row_value(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None,
+                   cs: RowChecksum | None = None) -> bytes:
         kind = ev.kind
         if kind is not Kind.DELETE and ev.after is None or kind is not Kind.INSERT and ev.before is None:
             raise EncodeError(f"{kind} event for {plan.table.qualified} lacks its "
@@ -246,14 +248,15 @@ class SimpleEncoder:
             only = plan.handle if only_handle else None
             data = w.image(ev.after, only) if kind is not Kind.DELETE else b"\x00"
             old = w.image(ev.before, only) if kind is not Kind.INSERT else b"\x00"
-            return w.message(kind.value.upper(), ev.commit_ts, self._clock(), data, old, location, only_handle)
+            return w.message(kind.value.upper(), ev.commit_ts, self._clock(), data, old, location, only_handle,
+                             checksum_bytes(cs))
         if not only_handle and location is None and plan.table.table and plan.table.schema:
-            fast = self._json_fast(ev, plan)
+            fast = self._json_fast(ev, plan, cs)
             if fast is not None:
                 return fast
-        return self._row_value_reference(ev, plan, only_handle, location)
+        return self._row_value_reference(ev, plan, only_handle, location, cs)
 
-    def _json_fast(self, ev: Event, plan: _Plan) -> bytes | None:
+    def _json_fast(self, ev: Event, plan: _Plan, cs: RowChecksum | None = None) -> bytes | None:
         """Full rows: a byte template around the row images (same bytes as the reference path)."""
         fill = plan.json_fill
         if fill is None:
@@ -283,9 +286,10 @@ class SimpleEncoder:
         except KeyError:
             return None
         return b"".join((plan.json_head, _TYPES[kind], b'","commitTs":%d,"buildTs":%d' % (ev.commit_ts, self._clock()),
-                         plan.json_version, images, b"}"))
+                         plan.json_version, _json_checksum(cs), images, b"}"))
 
-    def _row_value_reference(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None) -> bytes:
+    def _row_value_reference(self, ev: Event, plan: _Plan, only_handle: bool, location: str | None,
+                             cs: RowChecksum | None = None) -> bytes:
         """The straightforward encoding (fastavro for Avro); the tests hold the fast path to it."""
         t = plan.table
         kind = ev.kind
@@ -301,7 +305,9 @@ class SimpleEncoder:
                 "schemaVersion": _i64(t.version or 0),
                 "claimCheckLocation": location,
                 "handleKeyOnly": True if only_handle else None,
-                "checksum": None,
+                "checksum": None if cs is None else (NS + "Checksum", {
+                    "version": cs.version, "corrupted": cs.corrupted, "current": cs.current,
+                    "previous": cs.previous}),
                 "data": data, "old": old,
             }
             return self._avro("DML", payload, "DML")
@@ -321,6 +327,9 @@ class SimpleEncoder:
             msg["claimCheckLocation"] = location
         if only_handle:
             msg["handleKeyOnly"] = True
+        if cs is not None:
+            msg["checksum"] = {"version": cs.version, "corrupted": cs.corrupted, "current": cs.current,
+                               "previous": cs.previous}
         if data:
             msg["data"] = data
         if old:
@@ -332,15 +341,33 @@ class SimpleEncoder:
         if t is None:
             raise EncodeError(f"{ev.kind} event without a table")
         plan = self._plan(t)
-        value = self._finish(self._row_value(ev, plan, False, None))
+        cs = self._checksum(ev) if self.config.enable_row_checksum else None
+        value = self._finish(self._row_value(ev, plan, False, None, cs))
         if record_length(None, value) > self.config.max_message_bytes:  # rare: build the closures only then
             value = fit_row(
                 "simple", f"{t.qualified} at commitTs {ev.commit_ts}", value, self.config,
-                lambda location: self._finish(self._row_value(ev, plan, True, location)),
+                lambda location: self._finish(self._row_value(ev, plan, True, location, cs)),
                 self._claim_check and (lambda stored: self._claim_check.write(self._claim_name(), stored)),
                 "set large-message-handle-option=handle-key-only or claim-check, or raise max-message-bytes")
         return Message(key=None, value=value, kind=ev.kind, commit_ts=ev.commit_ts, schema=t.schema,
                        table=t.table, rows=1)
+
+    def _checksum(self, ev: Event) -> RowChecksum | None:
+        """The row's checksums (TiCDC: enable-row-checksum, from [integrity] integrity-check-level)."""
+        try:
+            return event_checksum(ev, self._tz)
+        except ValueError_ as e:
+            t = ev.table
+            raise EncodeError(f"cannot compute the row checksum of {t.qualified if t else '?'} at commitTs "
+                              f"{ev.commit_ts}: {e}") from None
+
+
+def _json_checksum(cs: RowChecksum | None) -> bytes:
+    """The `checksum` member of a JSON DML message (message.go's checksum struct, in field order)."""
+    if cs is None:
+        return b""
+    return b',"checksum":{"version":%d,"corrupted":%s,"current":%d,"previous":%d}' % (
+        cs.version, b"true" if cs.corrupted else b"false", cs.current, cs.previous)
 
 
 def _i64(v: int) -> int:
