@@ -223,7 +223,7 @@ def row_from_json(table: TableInfo, obj: Any, path: str) -> Row:
         if col is None:
             raise DecodeError(f"no column {name!r} in {table.qualified}", field=f"{path}.{name}")
         try:
-            row[name] = col.normalize(v)
+            row[name] = col.store(v)  # as TiDB would hold it: rounded to the scale/fsp the table gives
         except ValueError_ as e:
             raise DecodeError(str(e), field=f"{path}.{name}") from None
     return row

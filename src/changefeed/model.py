@@ -8,14 +8,32 @@ Rows are dicts keyed by column name in table order; a decoded row may hold only 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from .mysqltypes import ColumnType, make_json_out, make_normalizer
+from .rounding import make_storer
 
 Row = dict[str, Any]
+
+_values_log = logging.getLogger("changefeed.values")
+
+
+def _warn_once(name: str, ctype: ColumnType) -> Callable[[str], None]:
+    """One warning per column: a stream of bad values must not flood the log."""
+    warned = False
+
+    def warn(why: str) -> None:
+        nonlocal warned
+        if not warned:
+            warned = True
+            _values_log.warning("column %s %s: %s (as TiDB stores it in non-strict mode)", name, ctype.full_str(),
+                                why)
+
+    return warn
 
 
 @dataclass(slots=True)
@@ -31,12 +49,21 @@ class Column:
     auto_increment: bool = False
     comment: str | None = None
     type: ColumnType = field(init=False, repr=False, compare=False)
+    # an event value to its datum, checked but as given (decoders: what the message says)
     normalize: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+    # the datum as TiDB stores it, for events built here (rounding.py): `store` rounds to the scale/fsp the
+    # type text gives (event lines, whose tables may come from a protocol that dropped them), `store_defined`
+    # also reads a bare `datetime` as fsp 0 (a real CREATE TABLE: the workload, the binlog source)
+    store: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+    store_defined: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
     to_json: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.type = ColumnType.parse(self.mysql_type, self.charset, self.collate)
         self.normalize = make_normalizer(self.type)
+        warn = _warn_once(self.name, self.type)
+        self.store = make_storer(self.type, self.normalize, full_definition=False, warn=warn)
+        self.store_defined = make_storer(self.type, self.normalize, full_definition=True, warn=warn)
         self.to_json = make_json_out(self.type)
 
 

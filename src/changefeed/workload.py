@@ -52,7 +52,12 @@ _TEXT = ["", "plain", "quote ' \" \\ back", "日本語 ✓", "emoji 🚀", "<b>&
 
 
 def value(rng: random.Random, col: Column) -> Any:
-    """A datum for a column, boundary values now and then."""
+    """A datum for a column, boundary values now and then, held as TiDB stores it (rounded to its scale/fsp)."""
+    return col.store_defined(raw_value(rng, col))
+
+
+def raw_value(rng: random.Random, col: Column) -> Any:
+    """A value for a column as an application might write it."""
     ct = col.type
     f = ct.family
     edge = rng.random() < 0.15
