@@ -25,7 +25,7 @@ from pathlib import Path
 from canal_json import make_events, print_table
 from changefeed.canal import CanalJSONEncoder
 from changefeed.produce import Producer
-from changefeed.sink import resolve
+from changefeed.sinkconfig import resolve
 from changefeed.transport.kafka import KafkaTransport
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,7 +28,7 @@ from canal_json import print_table  # noqa: E402
 from changefeed.canal import CanalJSONEncoder  # noqa: E402
 from changefeed.model import Column, Event, Index, Kind, TableInfo  # noqa: E402
 from changefeed.produce import Producer  # noqa: E402
-from changefeed.sink import resolve  # noqa: E402
+from changefeed.sinkconfig import resolve  # noqa: E402
 from changefeed.transport.kafka import KafkaTransport  # noqa: E402
 from kafka import broker  # noqa: E402
 

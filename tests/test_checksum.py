@@ -31,7 +31,7 @@ from changefeed.errors import DecodeError
 from changefeed.model import Column, Event, Index, Kind, RowChecksum, TableInfo
 from changefeed.mysqltypes import ColumnType
 from changefeed.simple import SimpleDecoder, SimpleEncoder
-from changefeed.sink import load_changefeed_toml, resolve
+from changefeed.sinkconfig import load_changefeed_toml, resolve
 
 
 def crc32_reference(data: bytes, crc: int = 0) -> int:

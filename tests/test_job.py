@@ -1,6 +1,6 @@
 """The main job end to end: workload -> encoder -> transport (files, Kafka) -> Spark -> Delta -> verify.
 
-The expected state comes from the workload's own bookkeeping (state.py, plain Python), never from the
+The expected state comes from the workload's own bookkeeping (upstream.py, plain Python), never from the
 pipeline; the stream holds every DDL kind the workload has (create table, add/drop/rename/modify column,
 create/drop index, truncate, rename table, drop table)."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from changefeed.eventline import EventReader, read_lines
 from changefeed.job import RunOptions, run
-from changefeed.state import final_state
+from changefeed.upstream import final_state
 from changefeed.workload import CREATE, LATER, Workload
 
 from .conftest import ROOT

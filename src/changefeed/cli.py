@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import orjson
 import typer
@@ -22,7 +22,13 @@ from .codecs import make_decoder, make_encoder
 from .config import PROTOCOLS, ConfigError, build_config, parse_option_pairs
 from .errors import ChangefeedError, DecodeError
 from .eventline import EventReader, EventWriter, Message, message_from_line, message_to_line, read_lines
+from .spark.layout import LakeLayout, schema_store
 from .workdir import open_checkpoint, open_folder, open_lake, output_file
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .roundtrip import RoundtripRun
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -251,57 +257,31 @@ def roundtrip(
 ) -> None:
     """Events -> protocol messages (a local file) -> events again, and check they are equal."""
     with _reported(debug):
+        from .roundtrip import roundtrip_file
+
         cfg = build_config(protocol, parse_option_pairs(option or []))
         src = input or Path(str(resources.files("changefeed") / "examples" / "events.jsonl"))
-        folder = open_folder(out, "--out", shared=True)  # beside the user's files, never over one
-        msg_path = folder.claim(f"{protocol}.messages.jsonl", "--out")
-        ev_path = folder.claim(f"{protocol}.decoded.jsonl", "--out")
-        encoder, decoder = make_encoder(cfg), make_decoder(cfg)
-        reader, writer = EventReader(), EventWriter()
-        t0 = time.perf_counter()
-        originals = []
-        n_bytes = 0
-        with open(src, "rb") as fin, open(msg_path, "wb") as fout:
-            for lineno, line in read_lines(fin):
-                try:
-                    ev = reader.parse(line)
-                except DecodeError as e:
-                    raise e.located(f"{src} line {lineno}") from None
-                originals.append(ev)
-                for m in encoder.encode(ev):
-                    n_bytes += len(m.value or b"")
-                    fout.write(message_to_line(m) + b"\n")
-        t1 = time.perf_counter()
-        decoded = []
-        with open(msg_path, "rb") as fin, open(ev_path, "wb") as fout:
-            for lineno, line in read_lines(fin):
-                m = message_from_line(line)
-                try:
-                    events = decoder.decode(m.value, m.key)
-                except DecodeError as e:
-                    raise e.located(f"{msg_path} line {lineno}") from None
-                for ev in events:
-                    decoded.append(ev)
-                    fout.write(writer.line(ev) + b"\n")
-        t2 = time.perf_counter()
-        from .roundtrip import compare_streams
-
-        report = compare_streams(originals, decoded, cfg)
-        table = Table(title=f"changefeed roundtrip: {src.name} through {protocol}", show_header=True)
-        table.add_column("stage")
-        table.add_column("count", justify="right")
-        table.add_column("detail")
-        kinds = Counter(ev.kind.value for ev in originals)
-        table.add_row("events read", str(len(originals)), ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
-        table.add_row("messages written", str(sum(1 for _ in open(msg_path, "rb"))),
-                      f"{n_bytes} bytes in {msg_path} ({(t1 - t0) * 1000:.1f} ms)")
-        table.add_row("events decoded", str(len(decoded)), f"{ev_path} ({(t2 - t1) * 1000:.1f} ms)")
-        table.add_row("round trip", "ok" if report.ok else "MISMATCH", report.summary)
-        Console().print(table)
-        if not report.ok:
-            for line in report.problems[:20]:
-                err.print(f"  {line}", highlight=False)
+        rt = roundtrip_file(cfg, src, out, name=protocol, option="--out")
+        _print_roundtrip(rt, f"changefeed roundtrip: {src.name} through {protocol}")
+        if not rt.report.ok:
             raise typer.Exit(1)
+
+
+def _print_roundtrip(rt: RoundtripRun, title: str) -> None:
+    report = rt.report
+    table = Table(title=title, show_header=True)
+    table.add_column("stage")
+    table.add_column("count", justify="right")
+    table.add_column("detail")
+    kinds = Counter(ev.kind.value for ev in rt.originals)
+    table.add_row("events read", str(len(rt.originals)), ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    table.add_row("messages written", str(rt.messages),
+                  f"{rt.message_bytes} bytes in {rt.messages_path} ({rt.encode_ms:.1f} ms)")
+    table.add_row("events decoded", str(len(rt.decoded)), f"{rt.events_path} ({rt.decode_ms:.1f} ms)")
+    table.add_row("round trip", "ok" if report.ok else "MISMATCH", report.summary)
+    Console().print(table)
+    for line in report.problems[:20]:
+        err.print(f"  {line}", highlight=False)
 
 
 @app.command()
@@ -379,7 +359,7 @@ def tail(
 ) -> None:
     """Every partition of a topic, decoded: event lines with topic, partition and offset added."""
     with _reported(debug):
-        from .sink import parse_sink_uri
+        from .sinkconfig import parse_sink_uri
         from .transport.files import read_topic
 
         sink = parse_sink_uri(source)
@@ -410,8 +390,18 @@ def tail(
         err.print(f"{n} events from {sink.topic} ({len(decoders)} partitions)", highlight=False)
 
 
+def _spark(master: str | None) -> SparkSession:
+    """The session a command runs on (the active one, else a new one), with Spark's log down to errors: a
+    failure is reported in one line by `_reported`."""
+    from .spark import spark_session
+
+    spark = spark_session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tuple[str, dict[str, str]]:
-    from .sink import codec_options
+    from .sinkconfig import codec_options
 
     return codec_options(uri, protocol, parse_option_pairs(option or []))
 
@@ -423,7 +413,7 @@ def consume(
     protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="overrides the URI's protocol")] = None,
     option: OptionOpt = None,
     checkpoint: Annotated[str | None, typer.Option(
-        help="Spark checkpoint (default <lake>/_changefeed/checkpoint)")] = None,
+        help=f"Spark checkpoint (default {LakeLayout('<lake>').checkpoint})")] = None,
     scd: Annotated[int, typer.Option(
         "--scd", help="1: a mirror of each table; 2: history (__START_AT/__END_AT)")] = 1,
     trigger: Annotated[str, typer.Option(help="available-now, or processing-time=<interval> to keep running")]
@@ -439,19 +429,17 @@ def consume(
 ) -> None:
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
     with _reported(debug):
-        from .spark import spark_session
         from .spark.apply import BatchReport
         from .spark.pipeline import apply_changes, read_changes
         from .tso import to_datetime
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
-        cp = checkpoint or f"{lake.rstrip('/')}/_changefeed/checkpoint"
+        cp = checkpoint or LakeLayout(lake).checkpoint
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
-        spark = spark_session(master)
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = _spark(master)
         started = time.monotonic()
         total = Counter()
 
@@ -460,7 +448,7 @@ def consume(
             lag = time.time() - to_datetime(r.applied_ts).timestamp() if r.applied_ts else None
             err.print(batch_line(r, lag), highlight=False)
 
-        changes = read_changes(spark, base, proto, opts, schema_store=f"{cp}/schemas",
+        changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
                                max_records_per_trigger=max_records_per_trigger)
         query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
                               watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=report,
@@ -485,7 +473,6 @@ def verify(
     """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
     with _reported(debug):
         from .mysql.uri import is_mysql_uri
-        from .spark import spark_session
         from .spark.verify import expected_from
         from .spark.verify import verify as run_verify
 
@@ -499,9 +486,7 @@ def verify(
             expected = expected_from(against.split("?", 1)[0], proto, opts)
         else:
             expected = expected_from(against)
-        spark = spark_session(master)
-        spark.sparkContext.setLogLevel("ERROR")
-        rep = run_verify(spark, lake, expected)
+        rep = run_verify(_spark(master), lake, expected)
         table = Table(title=f"{lake} against {_no_password(against)}")
         for col in ("table", "upstream rows", "lake rows", "missing", "extra", "checksum", "result"):
             table.add_column(col)
@@ -639,19 +624,13 @@ def run(
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
                         max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features)
-        from .workdir import open_folder
-
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
-        from .spark import spark_session
-
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       console=err, transient=False) as bar:
             hooks = _RunBars(bar)
-            spark = spark_session(master)
-            spark.sparkContext.setLogLevel("ERROR")
-            rep = run_job(spark, ro, hooks)
+            rep = run_job(_spark(master), ro, hooks)
         _print_run(rep)
         if rep.verification is None or not rep.verification.ok:
             raise typer.Exit(1)

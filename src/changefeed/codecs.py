@@ -28,7 +28,7 @@ def _not_yet(cfg: CodecConfig) -> ConfigError:
 def _claim_check(cfg: CodecConfig) -> Any:
     if not cfg.claim_check:
         return None
-    from .storage import FileClaimCheck
+    from .claimcheck import FileClaimCheck
 
     return FileClaimCheck(cfg.claim_check_storage_uri)
 
@@ -117,14 +117,14 @@ def make_decoder(cfg: CodecConfig) -> Decoder:
 def _make_decoder(cfg: CodecConfig) -> Decoder:
     if cfg.protocol == "canal-json":
         from .canal import CanalJSONDecoder
-        from .storage import FileClaimCheck
+        from .claimcheck import FileClaimCheck
 
         # claim-check locations are file:// URIs, readable without configuring the storage
         reader = FileClaimCheck(cfg.claim_check_storage_uri or "file:///")
         return CanalJSONDecoder(cfg, claim_check=reader)
     if cfg.protocol == "simple":
+        from .claimcheck import FileClaimCheck
         from .simple import SimpleDecoder
-        from .storage import FileClaimCheck
 
         return SimpleDecoder(cfg, claim_check=FileClaimCheck(cfg.claim_check_storage_uri or "file:///"))
     if cfg.protocol == "avro":

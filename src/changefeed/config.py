@@ -73,7 +73,7 @@ _OPTIONS: tuple[OptionSpec, ...] = (
                ("debezium", "debezium-avro")),
     OptionSpec("time-zone", "time_zone", "str", _ALL),
     # TiCDC's codec config EnableRowChecksum: set from the changefeed's [integrity] integrity-check-level =
-    # "correctness" (sink.py); only the simple and avro encoders write checksums
+    # "correctness" (sinkconfig.py); only the simple and avro encoders write checksums
     OptionSpec("enable-row-checksum", "enable_row_checksum", "bool", ("simple", "avro")),
 )
 OPTIONS: dict[str, OptionSpec] = {o.name: o for o in _OPTIONS}

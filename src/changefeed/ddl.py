@@ -105,6 +105,48 @@ def check_action(name: str) -> str:
     return name
 
 
+# What an action does, for the encoders, the decoders, the upstream state and the lake (one spelling each).
+# DDL that may rename columns: values move from the old names to the new ones (paired in table order)
+COLUMN_RENAMING = frozenset(("ActionRenameColumn", "ActionModifyColumn", "ActionMultiSchemaChange"))
+# DDL that change a table's columns: without the definition after them a lake cannot follow
+COLUMN_CHANGING = COLUMN_RENAMING | frozenset((
+    "ActionAddColumn", "ActionAddColumns", "ActionDropColumn", "ActionDropColumns", "ActionSetDefaultValue",
+    "ActionCreateTable"))
+# DDL that remove one table (a view goes as a table does)
+TABLE_DROPPING = frozenset(("ActionDropTable", "ActionDropView"))
+# DDL after which the table they name is gone: one table, or every table of a schema
+DROPPING = TABLE_DROPPING | frozenset(("ActionDropSchema",))
+TABLE_RENAMING = frozenset(("ActionRenameTable", "ActionRenameTables"))
+
+
+def drops_table(action: str | None) -> bool:
+    """DROP TABLE or DROP VIEW: the one table the event names is gone."""
+    return action in TABLE_DROPPING
+
+
+def drops_schema(action: str | None) -> bool:
+    """DROP DATABASE: every table of the schema is gone."""
+    return action == "ActionDropSchema"
+
+
+def drops(action: str | None) -> bool:
+    """A table or a schema dropped: what the event names exists only before it."""
+    return action in DROPPING
+
+
+def truncates(action: str | None) -> bool:
+    """TRUNCATE TABLE: the table stays, its rows go."""
+    return action == "ActionTruncateTable"
+
+
+def renames_columns(action: str | None) -> bool:
+    return action in COLUMN_RENAMING
+
+
+def changes_columns(action: str | None) -> bool:
+    return action in COLUMN_CHANGING
+
+
 _COMMENT_RE = re.compile(r"/\*(?!\!).*?\*/|--[^\n]*|#[^\n]*", re.S)
 _VERSIONED_COMMENT_RE = re.compile(r"/\*!\d*\s*(.*?)\*/", re.S)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .eventline import EventReader, EventWriter, read_lines
 from .model import Event
-from .state import UpstreamState, state_events
+from .upstream import UpstreamState, state_events
 from .workdir import open_folder
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def table_topics(sink_uri: str, protocol: str, opts: RunOptions) -> tuple[str | 
     if opts.config is not None:  # the topics the user's dispatchers can give, not every topic there is
         if "*" in topic:
             return str(opts.config), base
-        from .sink import resolve
+        from .sinkconfig import resolve
 
         return str(opts.config), f"{head}/{','.join(resolve(sink_uri, opts.config)[2].topic_globs())}"
     cfg = opts.work / "changefeed.toml"
@@ -204,7 +204,8 @@ RUN_ENTRIES = ("stream", "lake", "expected.jsonl", "run-report.png", "changefeed
 
 def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> RunReport:
     """Produce, consume and verify; the report says how fast and whether the lake equals upstream."""
-    from .sink import codec_options
+    from .sinkconfig import codec_options
+    from .spark.layout import LakeLayout, schema_store
     from .spark.pipeline import apply_changes, read_changes
     from .spark.verify import verify
 
@@ -217,7 +218,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         work.claim(name, "--work")
     config, consume_uri = table_topics(sink_uri, protocol, opts)
     lake = str(opts.lake.resolve())
-    cp = f"{lake}/_changefeed/checkpoint"
+    cp = LakeLayout(lake).checkpoint
     t0 = time.monotonic()
     sent = _Sent()
     state_box: list[UpstreamState] = []
@@ -250,7 +251,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
         hooks.batch(b, rep.changes, rep.samples[-1].lag)
 
-    changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=f"{cp}/schemas",
+    changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=schema_store(cp),
                            max_records_per_trigger=opts.max_records_per_trigger)
     worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
     consume_start = time.monotonic()

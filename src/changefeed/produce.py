@@ -9,18 +9,14 @@ table's topic, or of every topic for watermarks and schema-level DDL), unless a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .model import Event, Kind
 from .routing import Router
+from .transport.base import Transport
 from .tso import physical_ms
 
-
-class Transport(Protocol):
-    def partitions(self, topic: str) -> int: ...
-    def send(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> Any: ...
-    def broadcast(self, topic: str, key: bytes | None, value: bytes | None) -> None: ...
-    def flush(self) -> None: ...
+__all__ = ["Producer", "Transport", "open_producer"]
 
 
 class Producer:
@@ -109,7 +105,7 @@ def open_producer(sink_uri: str, config: str | Path | None = None, *, ddl_to_all
     """A producer for a sink URI (file:// or kafka://) and its transport (close it after the producer);
     also returns the parsed sink."""
     from .codecs import make_encoder
-    from .sink import resolve
+    from .sinkconfig import resolve
     from .transport.files import FileProducer
 
     sink, cfg, router = resolve(sink_uri, config)

@@ -15,10 +15,11 @@ from pathlib import Path
 import orjson
 
 from .errors import ChangefeedError
+from .spark.layout import META
 
 MARKER = ".changefeed"
 # what changefeed (before markers) and Spark leave in a lake and a checkpoint: such a folder is theirs
-LAKE_LEGACY = ("_changefeed",)
+LAKE_LEGACY = (META,)
 CHECKPOINT_LEGACY = ("offsets", "commits", "metadata")
 
 

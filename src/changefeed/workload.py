@@ -17,8 +17,8 @@ from .ddl import action_from_query
 from .model import Column, Event, Kind, Row, TableInfo
 from .mysqltypes import Family, tidb_json_text
 from .sqlschema import SchemaTracker
-from .state import UpstreamState, row_key
 from .tso import compose
+from .upstream import UpstreamState, row_key
 
 START_MS = 1_763_000_000_000  # 2025-11-13, a TSO physical time
 

@@ -16,7 +16,7 @@ from changefeed.mysql import checkpoint as ckpt
 from changefeed.mysql.source import BinlogSource
 from changefeed.mysql.uri import parse_mysql_uri
 from changefeed.spark.verify import events_from_stream
-from changefeed.state import final_state
+from changefeed.upstream import final_state
 
 
 def test_restart_from_a_checkpoint_reads_with_the_definitions_of_that_position(mariadb, tmp_path: Path) -> None:

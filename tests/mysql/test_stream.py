@@ -130,7 +130,7 @@ def test_schema_ddl_and_tables_created_after_the_start(mariadb) -> None:
     assert events[2].after == {"id": 1, "v": 2}
     from changefeed.codecs import make_encoder
     from changefeed.config import build_config
-    from changefeed.state import final_state
+    from changefeed.upstream import final_state
 
     assert final_state(events[:3]).tables[("later_db", "t")].rows == {(1,): {"id": 1, "v": 2}}
     assert final_state(events).tables == {}

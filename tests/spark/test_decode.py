@@ -81,7 +81,7 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
     from changefeed.spark.pipeline import read_changes
     from changefeed.spark.source import parse_source, read_raw
     from changefeed.spark.types import typed
-    from changefeed.state import UpstreamState
+    from changefeed.upstream import UpstreamState
 
     uri = f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
     producer, transport, _ = open_producer(uri, ddl_to_all_partitions=True)

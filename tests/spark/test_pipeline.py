@@ -1,5 +1,5 @@
 """The Spark pipeline end to end: a stream written by our encoders, read by Spark, applied to Delta, and the
-tables compared with the upstream state computed in plain Python (state.py) from the same events.
+tables compared with the upstream state computed in plain Python (upstream.py) from the same events.
 
 Streams arrive out of order across partitions (one partition far ahead of another), with duplicated
 delivery, and the consumer is restarted between micro-batches (every `apply_changes` call starts from what
@@ -23,12 +23,12 @@ from changefeed.codecs import make_encoder
 from changefeed.eventline import EventWriter
 from changefeed.model import Column, Event, Index, Kind, TableInfo
 from changefeed.produce import Producer
-from changefeed.sink import resolve
+from changefeed.sinkconfig import resolve
 from changefeed.spark.apply import read_progress
 from changefeed.spark.pipeline import apply_changes, read_changes
 from changefeed.spark.verify import verify
-from changefeed.state import final_state
 from changefeed.transport.files import FileProducer
+from changefeed.upstream import final_state
 from changefeed.workload import generate
 
 from ..conftest import ROOT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from changefeed.sink import parse_sink_uri
+from changefeed.sinkconfig import parse_sink_uri
 from changefeed.transport.kafka import KafkaTransport
 
 

@@ -15,7 +15,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from changefeed.spark.apply import read_progress
 from changefeed.spark.table_features import table_properties
-from changefeed.state import final_state
+from changefeed.upstream import final_state
 from changefeed.workload import generate
 
 from .test_pipeline import consume, lake_equals, produce

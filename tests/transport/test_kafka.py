@@ -66,7 +66,7 @@ def test_broker_stopped_and_restarted_mid_stream_loses_nothing(tmp_path):
     """Messages produced while the broker is down wait in the idempotent producer and arrive once, in order."""
     import threading
 
-    from changefeed.sink import parse_sink_uri
+    from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import KafkaTransport, read_topic
     from tests.conftest import _free_port, start_kafka, stop_kafka
 
@@ -96,7 +96,7 @@ def test_broker_stopped_and_restarted_mid_stream_loses_nothing(tmp_path):
 
 
 def test_a_delivery_failure_is_surfaced_not_lost(kafka_broker):
-    from changefeed.sink import parse_sink_uri
+    from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import KafkaTransport, TransportError
 
     topic = f"t{uuid.uuid4().hex[:8]}"
@@ -110,7 +110,7 @@ def test_a_delivery_failure_is_surfaced_not_lost(kafka_broker):
 
 
 def test_tls_and_sasl_options_reach_the_kafka_client():
-    from changefeed.sink import parse_sink_uri
+    from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import client_config
 
     c = client_config(parse_sink_uri(

@@ -16,7 +16,7 @@ import orjson
 
 from ..compression import decompress
 from ..config import CodecConfig
-from ..ddl import CANAL_DDL_TYPES, action_from_canal
+from ..ddl import CANAL_DDL_TYPES, action_from_canal, drops
 from ..errors import DecodeError, field_offset, json_object
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import ColumnType, TypeParseError, ValueError_, make_text_parser
@@ -212,7 +212,7 @@ class CanalJSONDecoder:
                    table=after, pre_table=before)
         if before is None and after is None:
             t = TableInfo(schema=schema, table=table)
-            if action in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
+            if drops(action):
                 ev.pre_table = t
             else:
                 ev.table = t

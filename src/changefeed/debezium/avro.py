@@ -25,7 +25,8 @@ from ..eventline import Message
 from ..model import Event, TableInfo
 from ..routing import TopicExpression, TopicSource
 from .decoder import DebeziumDecoder
-from .encoder import DebeziumEncoder, _Raw, topic_name
+from .encoder import DebeziumEncoder, topic_name
+from .jsonnum import RawNumber
 
 _PRIMITIVE = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float32": "float", "float": "float",
               "float64": "double", "double": "double", "boolean": "boolean", "string": "string", "bytes": "bytes"}
@@ -114,7 +115,7 @@ def _datum(v: Any, schema: dict[str, Any]) -> Any:
                 if k in by_field}
     if typ == "array":
         return [_datum(x, schema.get("items", {})) for x in v]
-    if isinstance(v, _Raw):
+    if isinstance(v, RawNumber):
         return int(float(v)) if typ in ("int8", "int16", "int32", "int64") else float(v)
     if typ == "bytes" and isinstance(v, str):
         return base64.b64decode(v)

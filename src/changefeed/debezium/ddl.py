@@ -15,6 +15,8 @@ from typing import Any
 from ..errors import EncodeError
 from ..model import Column, Event, TableInfo
 from ..mysqltypes import Family
+from .jsonnum import go_json_float
+from .jsonnum import raw_number as _num
 
 CREATE = ("ActionCreateSchema", "ActionCreateTable", "ActionCreateTables", "ActionCreateView")
 ALTER = ("ActionAddColumn", "ActionModifyColumn", "ActionDropColumn", "ActionMultiSchemaChange",
@@ -92,8 +94,6 @@ def _length(col: Column, in_statement: bool, explicit: dict[str, tuple[int | Non
 
 def _scale(col: Column) -> Any:
     """Written as a Go float64 (`6`, not `6.0`)."""
-    from .encoder import _num, go_json_float
-
     t = col.type
     if t.name == "decimal":
         return _num(go_json_float(float(t.scale)))

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..config import CodecConfig
-from ..ddl import action_from_query
+from ..ddl import action_from_query, drops
 from ..errors import DecodeError, field_offset, json_object
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import (
@@ -204,7 +204,7 @@ class DebeziumDecoder:
         if after is not None:
             ev.table = after
             self.remember(after)
-        elif ev.ddl_type in ("ActionDropTable", "ActionDropSchema", "ActionDropView"):
+        elif drops(ev.ddl_type):
             ev.pre_table = TableInfo(schema=db, table=table_name)
         else:
             ev.table = TableInfo(schema=db, table=table_name)

@@ -23,25 +23,16 @@ from ..config import CodecConfig
 from ..errors import EncodeError
 from ..eventline import Message
 from ..model import Column, Event, Kind, Row, TableInfo
-from ..mysqltypes import Family, go_format_float32, go_format_float64, shortest_float32
+from ..mysqltypes import Family
+from . import ddl as dbz_ddl
+from .jsonnum import RawNumber as _Raw
+from .jsonnum import go_json_float
+from .jsonnum import raw_number as _num
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
-
-
-def go_json_float(v: float, bits: int = 64) -> str:
-    """A float as TiCDC's jsoniter writer prints it: shortest digits, positional, but 'e' form (with a
-    two-digit exponent, "1e-07") below 1e-6 and from 1e21."""
-    if bits == 32:
-        v = float(shortest_float32(v))
-    a = abs(v)
-    if a != 0 and (a < 1e-6 or a >= 1e21):
-        mant, _, exp = repr(v).partition("e")
-        sign, digits = exp[0], exp[1:].lstrip("0") or "0"
-        return f"{mant}e{sign}{digits.zfill(2)}"
-    return go_format_float32(v) if bits == 32 else go_format_float64(v)
 
 
 def _sanitize(name: str) -> str:
@@ -143,14 +134,6 @@ class _ObjMessage(Message):
         super().__init__(key=None, value=None, **kw)
         self._key_obj = key_obj
         self._value_obj = value_obj
-
-
-class _Raw(str):
-    """Preformatted JSON number text."""
-
-
-def _num(text: str) -> _Raw:
-    return _Raw(text)
 
 
 def _default_text(col: Column) -> str | None:
@@ -391,8 +374,6 @@ class DebeziumEncoder:
         return []  # BOOTSTRAP belongs to the simple protocol
 
     def _ddl(self, ev: Event) -> Message:
-        from . import ddl as dbz_ddl
-
         changes = dbz_ddl.table_change(ev)
         t = ev.table if ev.table is not None else ev.pre_table
         db = t.schema if t else ""

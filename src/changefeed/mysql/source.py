@@ -18,8 +18,8 @@ from typing import Any
 from ..ddl import action_from_query, split_top_level
 from ..model import Event, Kind, TableInfo
 from ..sqlschema import SchemaError, SchemaTracker
-from ..state import TableState, UpstreamState, row_key
 from ..tso import compose
+from ..upstream import TableState, UpstreamState, row_key
 from . import checkpoint as ckpt
 from . import server
 from .checkpoint import Checkpoint, Position

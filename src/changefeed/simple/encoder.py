@@ -21,7 +21,7 @@ from .. import gojson
 from ..checksum import event_checksum
 from ..compression import compress
 from ..config import CodecConfig
-from ..ddl import canal_type
+from ..ddl import canal_type, drops_table
 from ..errors import EncodeError
 from ..eventline import Message
 from ..largemsg import fit_row, record_length, too_large
@@ -182,7 +182,7 @@ class SimpleEncoder:
 
     def _ddl(self, ev: Event) -> Message:
         after, before = ev.table, ev.pre_table
-        if ev.ddl_type in ("ActionDropTable", "ActionDropView"):
+        if drops_table(ev.ddl_type):
             # TiCDC's DROP TABLE event carries the dropped table as both its TableInfo and PreTableInfo
             after = before = before if before is not None else after
         schema = self._plan(after).table_schema() if after is not None and after.columns else None

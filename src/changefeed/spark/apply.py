@@ -28,6 +28,7 @@ from ..eventline import table_from_json
 from ..model import Column as ModelColumn
 from ..model import Index, TableInfo
 from . import table_features as features
+from .layout import LakeLayout
 from .types import table_schema, text_of, typed
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def read_progress(spark: SparkSession, lake: str, *, last: bool = False) -> list
     """The consumer's progress records (one per micro-batch: applied watermark, per-partition watermarks,
     rows, errors, seconds per step), oldest first; `last=True`: only the latest."""
     jvm = spark._jvm  # type: ignore[attr-defined]
-    folder = jvm.org.apache.hadoop.fs.Path(f"{lake.rstrip('/')}/_changefeed/progress")
+    folder = jvm.org.apache.hadoop.fs.Path(LakeLayout(lake).progress)
     fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
     if not fs.exists(folder):
         return []
@@ -204,9 +205,10 @@ class ChangeApplier:
         self._partitions = partitions
         self.on_batch = on_batch
         self._upgrades: list[features.Upgrade] = []  # Delta features turned on during this micro-batch
-        self.bronze = f"{self.lake}/_changefeed/changelog"
-        self.dead = f"{self.lake}/_changefeed/dead_letters"
-        self.progress = f"{self.lake}/_changefeed/progress"
+        self.layout = LakeLayout(self.lake)
+        self.bronze = self.layout.changelog
+        self.dead = self.layout.dead_letters
+        self.progress = self.layout.progress
         self._loaded = False
         self.applied_ts = 0
         self.watermarks: dict[str, int] = {}
@@ -239,7 +241,7 @@ class ChangeApplier:
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
-        return f"{self.lake}/{database}/{table}"
+        return self.layout.table(database, table)
 
     def _jvm_log(self, path: str) -> Any:
         jvm = self.spark._jvm  # type: ignore[attr-defined]
@@ -301,10 +303,10 @@ class ChangeApplier:
         self._versions.pop(path, None)
 
     def _tables_of(self, db: str) -> list[str]:
-        fs, p = self._fs(f"{self.lake}/{db}")
+        fs, p = self._fs(self.layout.database(db))
         if not fs.exists(p):
             return []
-        return [f"{self.lake}/{db}/{st.getPath().getName()}" for st in fs.listStatus(p) if st.isDirectory()
+        return [self.layout.table(db, st.getPath().getName()) for st in fs.listStatus(p) if st.isDirectory()
                 and fs.exists(st.getPath().suffix("/_delta_log"))]  # Delta tables only, not the user's folders
 
     def _fs(self, path: str) -> tuple[Any, Any]:

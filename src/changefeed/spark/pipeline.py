@@ -110,7 +110,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   table_features: str = "auto",
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None) -> StreamingQuery | BatchReport:
-    """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`) in step with
+    """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`, layout.py) in step with
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
     widening when a DDL first needs it; "minimal" rewrites the table instead (table_features.py)."""

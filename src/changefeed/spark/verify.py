@@ -1,7 +1,7 @@
 """Compare a lake with the upstream state it should mirror, like sync-diff-inspector: counts, a checksum per
 table, and the first differing rows.
 
-The expected state comes from event lines (computed by state.py), or from a stream decoded in Python (merged
+The expected state comes from event lines (computed by upstream.py), or from a stream decoded in Python (merged
 in commit order, DDL once), never from the lake or the Spark pipeline itself.
 """
 
@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..eventline import EventReader, read_lines
 from ..model import Event, Kind
-from ..state import UpstreamState, final_state
+from ..upstream import UpstreamState, final_state
 from .apply import END_AT, START_AT, q
+from .layout import LakeLayout
 from .types import table_schema, text_of, typed
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def events_from_stream(uri: str, protocol: str | None = None, options: dict[str,
     """A stream decoded in Python, partition by partition, merged in commit order with each DDL once."""
     from ..codecs import make_decoder
     from ..config import build_config
-    from ..sink import parse_sink_uri
+    from ..sinkconfig import parse_sink_uri
     from ..transport.files import read_topic
 
     sink = parse_sink_uri(uri if "protocol=" in uri or not protocol else
@@ -174,13 +175,14 @@ def _lake_tables(spark: SparkSession, lake: str) -> list[str]:
     out = []
     if not fs.exists(root):
         return out
+    layout = LakeLayout(lake)
     for db in fs.listStatus(root):
         name = db.getPath().getName()
         if not db.isDirectory() or name.startswith("_"):
             continue
         for t in fs.listStatus(db.getPath()):
             if t.isDirectory() and fs.exists(jvm.org.apache.hadoop.fs.Path(t.getPath(), "_delta_log")):
-                out.append(f"{lake.rstrip('/')}/{name}/{t.getPath().getName()}")
+                out.append(layout.table(name, t.getPath().getName()))
     return out
 
 

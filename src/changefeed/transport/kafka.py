@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..errors import ChangefeedError
 from ..largemsg import MAX_RECORD_OVERHEAD
-from ..sink import SinkURI
+from ..sinkconfig import SinkURI
 from .files import Record
 
 

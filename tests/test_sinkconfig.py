@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from changefeed.config import ConfigError
-from changefeed.sink import load_changefeed_toml, parse_sink_uri, resolve
+from changefeed.sinkconfig import load_changefeed_toml, parse_sink_uri, resolve
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -1,0 +1,58 @@
+"""Where the consumer keeps things in a lake, spelled in one place (plain strings: no Spark here).
+
+    <lake>/<db>/<table>               a Delta table
+    <lake>/_changefeed/changelog      the bronze changelog: every decoded change, as it came
+    <lake>/_changefeed/dead_letters   decoded changes the lake could not take, with why
+    <lake>/_changefeed/progress       one record per micro-batch (batch-<id>.json)
+    <lake>/_changefeed/checkpoint     the Spark checkpoint, unless one is given
+    <checkpoint>/schemas              the decoders' schema store
+
+Paths are joined with `/` (they may be URIs: s3a://..., file:...); a trailing `/` on the lake is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+META = "_changefeed"  # the lake's own folder, beside the databases (a database never starts with `_` here)
+
+
+@dataclass(frozen=True)
+class LakeLayout:
+    """The paths of one lake."""
+
+    lake: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lake", self.lake.rstrip("/"))
+
+    @property
+    def meta(self) -> str:
+        return f"{self.lake}/{META}"
+
+    @property
+    def changelog(self) -> str:
+        return f"{self.meta}/changelog"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.meta}/dead_letters"
+
+    @property
+    def progress(self) -> str:
+        return f"{self.meta}/progress"
+
+    @property
+    def checkpoint(self) -> str:
+        return f"{self.meta}/checkpoint"
+
+    def database(self, database: str) -> str:
+        return f"{self.lake}/{database}"
+
+    def table(self, database: str, table: str) -> str:
+        return f"{self.lake}/{database}/{table}"
+
+
+def schema_store(checkpoint: str) -> str:
+    """Where the decoders keep the schemas they learned, inside the Spark checkpoint."""
+    return f"{checkpoint}/schemas"
