@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +184,9 @@ class ApplyOptions:
     ddl_barrier: bool = False
     positions: bool = True  # changes may carry a binlog position that orders them within a commit ts (debezium)
     table_features: str = features.AUTO  # auto: turn a Delta feature on when a DDL needs it; minimal: rewrite
+    # tables of one window written at once (each its own Spark jobs and Delta commit, from its own thread):
+    # a window of many tables costs about its largest tables, not the sum of every table's fixed cost
+    table_writers: int = 4
 
 
 class ChangeApplier:
@@ -192,7 +196,9 @@ class ChangeApplier:
                  options: ApplyOptions | None = None,
                  partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None,
                  on_batch: Callable[[BatchReport], None] | None = None) -> None:
-        self.spark = spark
+        self._main_spark = spark
+        self._local = threading.local()  # a writer thread's own session (its txnAppId/txnVersion confs)
+        self._pool: ThreadPoolExecutor | None = None
         self.lake = lake.rstrip("/")
         self.app_id = app_id
         self.o = options or ApplyOptions()
@@ -238,6 +244,33 @@ class ChangeApplier:
         # without watermarks: per partition and table, the latest commit ts applied; an older row there is a
         # redelivery (TiCDC's own consumer drops it the same way for debezium)
         self._key_floors: dict[str, int] = {}
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session of the calling thread: the consumer's, or a writer thread's clone of it. Delta reads a
+        commit's txnAppId/txnVersion from session confs, so tables written at once each need their own."""
+        return getattr(self._local, "spark", None) or self._main_spark
+
+    def _apply_tables(self, work: list[tuple[str, str, DataFrame, int]]) -> list[tuple[str, str]]:
+        """Each (database, table, rows, version) written as `_apply_rows` writes it, up to `table_writers` at
+        once; the tables that took rows. Every write stays its own idempotent Delta commit, so a failure
+        part-way leaves each table whole, at its old or its new version."""
+        if len(work) <= 1 or self.o.table_writers <= 1:
+            return [(db, tbl) for db, tbl, rows, v in work if self._apply_rows(db, tbl, rows, v)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.o.table_writers, thread_name_prefix="changefeed-writer")
+
+        def one(item: tuple[str, str, DataFrame, int]) -> bool:
+            if getattr(self._local, "spark", None) is None:
+                from pyspark.sql import SparkSession
+
+                main = self._main_spark
+                self._local.spark = SparkSession(main.sparkContext, main._jsparkSession.cloneSession())  # type: ignore[attr-defined]
+            db, tbl, rows, v = item
+            return self._apply_rows(db, tbl, rows, v)
+
+        done = list(self._pool.map(one, work))
+        return [(db, tbl) for (db, tbl, _, _), ok in zip(work, done, strict=True) if ok]
 
     # --- paths and Delta helpers ----------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
@@ -715,11 +748,9 @@ class ChangeApplier:
                         counts[k] = counts.get(k, 0) + n
             if lap is not None:
                 lap("window")
-            for table in sorted(counts):
-                db, tbl = table
-                rows = window.where((F.col("database") == db) & (F.col("table") == tbl))
-                if self._apply_rows(db, tbl, rows, hi):
-                    rep.tables.add(f"{db}.{tbl}")
+            work = [(db, tbl, window.where((F.col("database") == db) & (F.col("table") == tbl)), hi)
+                    for db, tbl in sorted(counts)]
+            rep.tables.update(f"{db}.{tbl}" for db, tbl in self._apply_tables(work))
             rep.rows_applied += sum(counts.values())
             if lap is not None:
                 lap("merge")
@@ -762,33 +793,33 @@ class ChangeApplier:
                     return ts
                 return key_mode_batch * 1_000_000 + 2 * step + (1 if ddl else 0)
 
-            def flush(table: tuple[str, str], upto: int, step: int, *, inclusive: bool) -> None:
-                if table not in counts:
-                    return
-                start = done.get(table, lo)
-                if upto <= start and key_mode_batch is None:
-                    return
-                db, tbl = table
-                cond = (F.col("database") == db) & (F.col("table") == tbl) & (F.col("commit_ts") > start)
-                cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
-                rows = window.where(cond)
-                v = version(upto if inclusive else upto - 1, False, step)
-                if any_rows(table, start, upto, inclusive) and self._apply_rows(db, tbl, rows, v):
-                    rep.tables.add(f"{db}.{tbl}")
-                done[table] = upto if inclusive else upto - 1
+            def flush(tables: list[tuple[str, str]], upto: int, step: int, *, inclusive: bool) -> None:
+                work = []
+                for table in tables:
+                    if table not in counts:
+                        continue
+                    start = done.get(table, lo)
+                    if upto <= start and key_mode_batch is None:
+                        continue
+                    db, tbl = table
+                    cond = (F.col("database") == db) & (F.col("table") == tbl) & (F.col("commit_ts") > start)
+                    cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
+                    if any_rows(table, start, upto, inclusive):
+                        work.append((db, tbl, window.where(cond), version(upto if inclusive else upto - 1, False,
+                                                                          step)))
+                    done[table] = upto if inclusive else upto - 1
+                rep.tables.update(f"{db}.{tbl}" for db, tbl in self._apply_tables(work))
 
             for step, d in enumerate(ddls):
                 self._complete(d)
-                for table in self._touches(d, counts):
-                    flush(table, d.commit_ts, step, inclusive=False)
+                flush(self._touches(d, counts), d.commit_ts, step, inclusive=False)
                 self._apply_ddl(d, version(d.commit_ts, True, step))
                 self.pending.pop((d.commit_ts, d.query), None)
                 self._copies.pop((d.commit_ts, d.query), None)
                 self._learn_ddl(d)
                 self._ddl_ts = max(self._ddl_ts, d.commit_ts)
                 rep.ddl_applied += 1
-            for table in sorted(counts):
-                flush(table, hi, len(ddls), inclusive=True)
+            flush(sorted(counts), hi, len(ddls), inclusive=True)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
                 lap("merge")

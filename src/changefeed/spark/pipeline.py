@@ -107,13 +107,14 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   column_list: list[str] | None = None, except_column_list: list[str] | None = None,
                   track_history_column_list: list[str] | None = None, checkpoint: str | None = None,
                   trigger: str = "available-now", watermarks: bool | None = None, on_ddl_error: str = "stop",
-                  table_features: str = "auto",
+                  table_features: str = "auto", table_writers: int = 4,
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None) -> StreamingQuery | BatchReport:
     """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`, layout.py) in step with
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
-    widening when a DDL first needs it; "minimal" rewrites the table instead (table_features.py)."""
+    widening when a DDL first needs it; "minimal" rewrites the table instead (table_features.py).
+    `table_writers`: how many tables of one window are written at once (1: one after another)."""
     info: dict[str, Any] = getattr(changes, "_changefeed", {})
     preflight(changes.sparkSession, [target, *([checkpoint] if checkpoint else [])])  # a cluster reaches both
     if watermarks is None:
@@ -125,7 +126,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
                         except_column_list=except_column_list, track_history_column_list=track_history_column_list,
                         watermarks=watermarks, on_ddl_error=on_ddl_error,
-                        table_features=check_mode(table_features),
+                        table_features=check_mode(table_features), table_writers=max(1, table_writers),
                         ddl_definitions=not info or info["protocol"] != "avro",
                         untimed_deletes=bool(info) and info["protocol"] == "avro",
                         # TiCDC sends a Debezium DDL to every partition of its table's topic, after the rows
