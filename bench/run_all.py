@@ -15,6 +15,7 @@ import binlog_capture  # noqa: E402
 import canal_json  # noqa: E402
 import debezium  # noqa: E402
 import kafka  # noqa: E402
+import many_tables  # noqa: E402
 import simple  # noqa: E402
 import spark_pipeline  # noqa: E402
 
@@ -25,6 +26,8 @@ def main() -> None:
     ap.add_argument("--no-kafka", action="store_true", help="leave out the benchmarks that start a Kafka broker")
     ap.add_argument("--no-mysql", action="store_true", help="leave out the binlog benchmark (starts a MariaDB)")
     ap.add_argument("--spark-changes", type=int, default=1_000_000, help="changes for the Spark pipeline benchmark")
+    ap.add_argument("--many-changes", type=int, default=20_000, help="changes for the many-tables benchmark")
+    ap.add_argument("--many-tables", default="4,200", help="table counts of the many-tables benchmark (0: leave out)")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
@@ -46,6 +49,10 @@ def main() -> None:
     if spark_pipeline.PHASES:
         print("Kafka->Delta, ours, seconds per step over its micro-batches: "
               + ", ".join(f"{k} {v:.1f}" for k, v in spark_pipeline.PHASES.items()))
+    counts = [int(x) for x in args.many_tables.split(",") if int(x) > 0]
+    if not args.no_kafka and counts:
+        print(f"the same {args.many_changes:,} changes over {counts} tables (cost follows changes, not tables):")
+        many_tables.print_table(args.many_changes, many_tables.run(args.many_changes, counts, 4))
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
