@@ -14,16 +14,12 @@ from pathlib import Path
 
 import orjson
 
-from .errors import ChangefeedError
+from .errors import ForeignPathError
 
 MARKER = ".changefeed"
 # what changefeed (before markers) and Spark leave in a lake and a checkpoint: such a folder is theirs
 LAKE_LEGACY = ("_changefeed",)
 CHECKPOINT_LEGACY = ("offsets", "commits", "metadata")
-
-
-class ForeignPathError(ChangefeedError):
-    """A path holds what changefeed did not create; writing there could destroy it."""
 
 
 class WorkFolder:
