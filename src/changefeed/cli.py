@@ -44,16 +44,12 @@ TableFeaturesOpt = Annotated[str, typer.Option(
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
 
 
-class _Fail(Exception):
-    pass
-
-
 @contextlib.contextmanager
 def _reported(debug: bool) -> Iterator[None]:
     """Errors become one readable line (and exit 1); --debug adds the traceback."""
     try:
         yield
-    except (ChangefeedError, ConfigError, OSError) as e:
+    except (ChangefeedError, OSError) as e:
         if debug:
             err.print(traceback.format_exc(), markup=False, highlight=False)
         err.print(f"[bold red]error:[/] {e}", highlight=False)

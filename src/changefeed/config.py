@@ -12,6 +12,8 @@ import logging
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .errors import ConfigError
+
 log = logging.getLogger("changefeed.config")
 _WARNED: set[str] = set()
 
@@ -26,10 +28,6 @@ PROTOCOLS = ("canal-json", "simple", "avro", "debezium", "debezium-avro")
 IMPLEMENTED_PROTOCOLS = PROTOCOLS
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
-
-
-class ConfigError(ValueError):
-    """An option or protocol that cannot be used; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import UnknownDDLType
+
 # TiDB's ActionType numbers (pkg/meta/model/job.go); the Avro protocol writes the number.
 ACTIONS: dict[str, int] = {
     "ActionNone": 0,
@@ -93,10 +95,6 @@ CANAL_DDL_TYPES = frozenset(("CREATE", "RENAME", "CINDEX", "DINDEX", "ALTER", "E
 def canal_type(action: str) -> str:
     """canal-json's (and the simple protocol's) DDL `type` for a TiDB action."""
     return _CANAL_TYPES.get(action, "QUERY")
-
-
-class UnknownDDLType(ValueError):
-    pass
 
 
 def check_action(name: str) -> str:

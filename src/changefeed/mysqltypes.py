@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from .errors import TypeParseError, ValueError_
+
 # TiDB's mysql.TypeXxx codes (parser/mysql/type.go); other protocols and the binlog reader use them.
 TYPE_TINY = 1
 TYPE_SHORT = 2
@@ -178,10 +180,6 @@ INT_RANGES: dict[tuple[str, bool], tuple[int, int]] = {
     ("bigint", False): (-(1 << 63), (1 << 63) - 1),
     ("bigint", True): (0, (1 << 64) - 1),
 }
-
-
-class TypeParseError(ValueError):
-    """A column type string that is not MySQL."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -551,10 +549,6 @@ _CHARSET_MAXLEN = {"binary": 1, "latin1": 1, "ascii": 1, "gbk": 2, "utf8": 3, "u
 # =============================================================================================
 # Values
 # =============================================================================================
-
-
-class ValueError_(ValueError):
-    """A value that does not fit its column type."""
 
 
 def go_format_float64(v: float) -> str:

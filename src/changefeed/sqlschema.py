@@ -19,19 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .errors import SchemaError, UnsupportedSyntax
 from .model import Column, Index, TableInfo
 from .mysqltypes import ColumnType, Family, TypeParseError
 from .mysqltypes import unquote_sql_string as _unquote
 
 __all__ = ["SchemaError", "SchemaTracker", "parse_create_table"]
-
-
-class SchemaError(ValueError):
-    """A DDL statement that cannot be applied; the message names the statement and the problem."""
-
-
-class _Unsupported(SchemaError):
-    """Syntax this interpreter does not understand (the tracker ignores such statements)."""
 
 
 Key = tuple[str, str]
@@ -165,8 +158,8 @@ class _P:
         self.i = 0
         self.stmt = stmt
 
-    def err(self, msg: str) -> _Unsupported:
-        return _Unsupported(f"{msg} in {self.stmt!r}")
+    def err(self, msg: str) -> UnsupportedSyntax:
+        return UnsupportedSyntax(f"{msg} in {self.stmt!r}")
 
     def peek(self, k: int = 0) -> _Tok:
         j = self.i + k
@@ -692,7 +685,7 @@ class _Work:
         try:
             ctype = ColumnType.parse(spec.type_text)
         except TypeParseError as e:
-            raise _Unsupported(f"column {spec.name!r}: {e}, in {self.stmt!r}") from None
+            raise UnsupportedSyntax(f"column {spec.name!r}: {e}, in {self.stmt!r}") from None
         cs = coll = None
         if ctype.family in _STRING_FAMILIES:
             cs, coll = spec.charset, spec.collate
@@ -891,7 +884,7 @@ def _create_table(
         src_schema, src_table = inner.qname(schema)
         src = like(src_schema, src_table)
         if src is None:
-            raise _Unsupported(
+            raise UnsupportedSyntax(
                 f"CREATE TABLE ... LIKE needs the definition of {src_schema}.{src_table} (pass like_source), "
                 f"in {p.stmt!r}"
             )
@@ -1017,7 +1010,7 @@ class SchemaTracker:
             try:
                 r = self._one(_P(toks, stmt), default_schema)
             except SchemaError as e:
-                if isinstance(e, _Unsupported):
+                if isinstance(e, UnsupportedSyntax):
                     r = _NONE
                 else:
                     raise

@@ -14,17 +14,13 @@ from pathlib import Path
 
 import orjson
 
-from .errors import ChangefeedError
+from .errors import ForeignPathError
 from .spark.layout import META
 
 MARKER = ".changefeed"
 # what changefeed (before markers) and Spark leave in a lake and a checkpoint: such a folder is theirs
 LAKE_LEGACY = (META,)
 CHECKPOINT_LEGACY = ("offsets", "commits", "metadata")
-
-
-class ForeignPathError(ChangefeedError):
-    """A path holds what changefeed did not create; writing there could destroy it."""
 
 
 class WorkFolder:

@@ -17,16 +17,9 @@ import urllib.request
 from collections.abc import Callable
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from ..errors import ChangefeedError
+from ..errors import SchemaRegistryError
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-
-
-class SchemaRegistryError(ChangefeedError):
-    def __init__(self, message: str, status: int | None = None, error_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error_code = error_code
 
 
 def redact(url: str) -> str:

@@ -14,15 +14,12 @@ from typing import Any
 
 import orjson
 
+from ..errors import ConvertError
 from ..model import Column, Row, TableInfo
 from ..mysqltypes import Family, tidb_json_text
 
 Convert = Callable[[Any], Any]  # a value that is not None -> its datum
 OnNone = Callable[[str | None], Any]  # why mysql-replication gave None -> the datum (None: a NULL)
-
-
-class ConvertError(ValueError):
-    """A binlog value that does not fit its column."""
 
 
 def _fraction(us: int, fsp: int) -> str:

@@ -10,15 +10,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ChangefeedError
+from ..errors import SourceError
 from ..model import Column, TableInfo
 from ..sqlschema import SchemaError, parse_create_table
 from .checkpoint import Position
 from .uri import MySQLURI
-
-
-class SourceError(ChangefeedError):
-    """The upstream server cannot be captured as it is (a setting, a privilege, a connection)."""
 
 
 def connect(uri: MySQLURI, **kw: Any) -> Any:

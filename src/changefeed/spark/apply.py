@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import ChangefeedError
+from ..errors import ApplyError
 from ..eventline import table_from_json
 from ..model import Column as ModelColumn
 from ..model import Index, TableInfo
@@ -60,10 +60,6 @@ def _renamed_from(query: str) -> tuple[str | None, str] | None:
         return None
     parts = [p.strip().strip("`").replace("``", "`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", m.group(1))]
     return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
-
-
-class ApplyError(ChangefeedError):
-    """A change or DDL the lake cannot take; the pipeline stops here (the changelog keeps it)."""
 
 
 def _table_of(table_def: str) -> TableInfo:
@@ -669,8 +665,8 @@ class ChangeApplier:
 
     def _create_log(self, path: str, schema: Any, stats: str) -> None:
         """An append-only table of the consumer's, with file statistics only on the columns its readers filter
-        by: statistics on every column (images, raw bytes) made each append ~30% slower (200k changes:
-        1.7 s against 1.3 s, warm)."""
+        by: statistics on every column (images, raw bytes) made each append measurably slower (see
+        bench/RESULTS.md)."""
         from delta.tables import DeltaTable
 
         (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
@@ -678,7 +674,7 @@ class ChangeApplier:
 
     def _save_progress(self, batch_id: int, rep: BatchReport) -> None:
         """One small JSON file per micro-batch, written aside and renamed: the last one says where a restarted
-        consumer stands (a Delta commit here cost ~2 s a batch for one row)."""
+        consumer stands (a Delta commit here cost seconds a batch, even for one row; see bench/RESULTS.md)."""
         rec = {"batch_id": batch_id, "applied_ts": self.applied_ts, "watermarks": self.watermarks,
                "rows": rep.rows_in, "errors": rep.errors, "at_ms": int(time.time() * 1000), "floors": self.floors,
                "ddl_ts": self._ddl_ts, "held": {str(b): list(v) for b, v in self._key_held.items()},

@@ -14,11 +14,9 @@ digits, a malformed BIGINT UNSIGNED string). As in the Python decoder, a row car
 only where its partition first shows that definition in the batch; a definition also seen in a message
 the Python decoder takes is left to Python in that partition, so it is still written exactly once.
 
-Measured on this project's 2-core VM (shared, loaded) on 43k messages of the workload (34k row messages,
-7.6k tombstones, 1.9k watermarks, cached): 20.0 s against 6.2 s for the Python decoder. Collecting the
-schema ids and building the plan take ~4.4 s of it (each batch pays them), and the rows are read twice
-(the JVM rows, then the rest for Python, each running from_avro), so this path is the slower one and is
-not the default.
+Measured on this project's VM, this path is slower than the Python decoder (see bench/RESULTS.md):
+collecting the schema ids and building the plan take a good part of it (each batch pays them), and the rows
+are read twice (the JVM rows, then the rest for Python, each running from_avro), so it is not the default.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ import orjson
 from ..avro.decoder import _EXT, AvroDecoder
 from ..avro.registry import SchemaRegistry
 from ..config import ConfigError, build_config
-from ..errors import ChangefeedError
+from ..errors import DecodeError
 from ..eventline import table_to_json
 from ..model import Column, TableInfo
 from ..mysqltypes import Family
@@ -237,7 +235,7 @@ def _plan(dec: AvroDecoder, groups: list[Any]) -> tuple[list[_Pair], dict[str, s
             try:
                 kid, kraw = fetch(kh, "key")  # type: ignore[arg-type]
                 python_sigs.setdefault(tp, set()).add(dec._table(kid, kraw, None, None, "").signature())
-            except ChangefeedError:
+            except DecodeError:
                 pass
             continue
         vh = bytes(g["_vh"])
@@ -252,7 +250,7 @@ def _plan(dec: AvroDecoder, groups: list[Any]) -> tuple[list[_Pair], dict[str, s
                 if kraw is not None:
                     p.key_schema, p.key_fields = json.dumps(kraw), kraw.get("fields", [])
                 p.jvm = _fits_spark(p.value_fields) and _fits_spark(p.key_fields) and _row_struct(p) is not None
-            except ChangefeedError:  # an unknown id: every such message is a dead letter, by Python
+            except DecodeError:  # an unknown id: every such message is a dead letter, by Python
                 p.jvm = False
         if p.table is None:
             continue

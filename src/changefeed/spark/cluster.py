@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from ..errors import ChangefeedError
+from ..errors import ClusterSetupError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 SHIP_HINT = ("install it in the Python the executors run (spark.pyspark.python), or ship a packed environment "
              "with spark.archives (README: 'On a Spark cluster')")
 PATH_HINT = "use a path every node reaches (a shared mount, hdfs://, s3a://)"
-
-
-class ClusterSetupError(ChangefeedError):
-    """The cluster cannot run the pipeline as configured (missing package, unreachable path)."""
 
 
 def is_local(spark: SparkSession) -> bool:

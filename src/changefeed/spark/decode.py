@@ -118,7 +118,8 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
 
     `dialect="canal"` (canal-json only): images keep canal-json's own value text. A well-formed row or
     watermark message is then read straight from its JSON, its `data`/`old` objects becoming the images
-    (no datum round trip: ~1.5x faster in Spark); anything else takes the protocol's decoder."""
+    (no datum round trip: measured faster in Spark, see bench/RESULTS.md); anything else takes the protocol's
+    decoder."""
     opts = dict(options or {})
     raw_canal = dialect == "canal" and protocol == "canal-json"
 
@@ -410,7 +411,8 @@ _DENSE = ("topic", "partition", "offset", "idx", "kind", "database", "table", "c
 
 class _MapColumn:
     """A map<string,string> column built from flat key and value lists, not a list of pairs per row: with the
-    sparse columns of `_Columns`, the raw canal-json path went from ~80k to ~165k messages/s on one core."""
+    sparse columns of `_Columns`, the raw canal-json path measured much faster on one core (see
+    bench/RESULTS.md)."""
 
     __slots__ = ("offsets", "keys", "values", "nulls")
 

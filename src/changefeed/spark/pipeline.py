@@ -55,16 +55,15 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     DDL, watermark; undecodable messages as kind='error' rows with their bytes and the reason.
 
     `jvm_decode=True` reads canal-json row and watermark messages with `from_json` on the JVM instead of
-    the Python decoder in `mapInArrow`; measured on this project's 2-core VM it is the slower of the two
-    (50k messages: 4.1 s against 2.0 s; 1M changes through apply_changes: 102 s against 40 s, most of it
-    the table shape it writes on every row), so it is not the default.
+    the Python decoder in `mapInArrow`; measured on this project's VM it is the slower of the two (most of
+    the cost is the table shape it writes on every row; see bench/RESULTS.md), so it is not the default.
     Either way canal-json images keep the protocol's own value text (`types.typed(..., dialect="canal")`):
     values are not checked against their column types on the way in; one that does not fit its type
     (never in TiCDC's output) becomes NULL in the table, as Spark's PERMISSIVE JSON reading does.
 
     With protocol avro, `jvm_decode=True` reads framed row messages with `from_avro` and the registry's
-    writer schemas (avro_jvm.py), same text as the Python decoder; also the slower one here (43k
-    messages: 20 s against 6.2 s), so not the default. It collects each micro-batch's schema ids first,
+    writer schemas (avro_jvm.py), same text as the Python decoder; also measured slower than the Python
+    decoder here (see bench/RESULTS.md), so not the default. It collects each micro-batch's schema ids first,
     so a streaming DataFrame is still the Python decoder's: `apply_changes` runs the JVM decoder on each
     micro-batch from the raw records."""
     src = parse_source(source)

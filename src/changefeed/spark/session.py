@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ChangefeedError
+from ..errors import SparkSetupError
 from .cluster import preflight
 
 if TYPE_CHECKING:
@@ -36,14 +36,10 @@ SMALL_MACHINE = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.session.timeZone": "UTC",
     # compiled whole-stage code, kept by its source text: Spark's default of 100 entries thrashes under a
-    # consumer's per-batch plans (Delta's MERGE, windows, changelog), and recompiling took ~15% of the pipeline's
-    # CPU (JFR); with 2,000 the 1M-change pipeline ran ~20% faster (34 s -> 27-29 s)
+    # consumer's per-batch plans (Delta's MERGE, windows, changelog), and recompiling took a visible share of
+    # the pipeline's CPU (JFR); with 2,000 the pipeline ran faster (figures in bench/RESULTS.md)
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
-
-
-class SparkSetupError(ChangefeedError):
-    pass
 
 
 def connector_jars(folder: Path = JARS) -> list[Path]:

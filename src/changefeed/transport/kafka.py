@@ -10,14 +10,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..errors import ChangefeedError
+from ..errors import TransportError
 from ..largemsg import MAX_RECORD_OVERHEAD
 from ..sinkconfig import SinkURI
 from .files import Record
-
-
-class TransportError(ChangefeedError):
-    pass
 
 
 def client_config(sink: SinkURI) -> dict[str, Any]:
