@@ -27,7 +27,7 @@ from ..config import build_config
 from ..errors import DecodeError
 from ..eventline import table_from_json, table_to_json
 from ..model import ROW_KINDS, Column, Event, Kind, TableInfo
-from ..mysqltypes import TypeParseError, make_text_formatter
+from ..mysqltypes import make_text_formatter
 from .types import text_of
 
 # canal-json row kinds, and the protocol's own value text kept as it is (the "canal" dialect of types.typed)
@@ -397,7 +397,7 @@ def _plain_shape(mysql_types: dict[str, Any], pk: Any) -> bool:
             if type(mt) is not str:
                 return False
             Column(name=n, mysql_type=mt)
-    except (TypeParseError, ValueError, TypeError):
+    except (ValueError, TypeError):  # TypeParseError is a ValueError
         return False
     return True
 
