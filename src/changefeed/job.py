@@ -206,7 +206,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     """Produce, consume and verify; the report says how fast and whether the lake equals upstream."""
     from .sinkconfig import codec_options
     from .spark.layout import LakeLayout, schema_store
-    from .spark.pipeline import apply_changes, has_watermarks, read_changes
+    from .spark.pipeline import apply_changes, read_changes
     from .spark.verify import verify
 
     hooks = hooks or Hooks()
@@ -239,11 +239,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         except BaseException as e:  # reported by the main thread
             failure.append(e)
 
-    reached = {"applied": 0, "top": 0}  # the applied watermark, and the latest commit ts the consumer has seen
-
     def on_batch(b: BatchReport) -> None:
-        reached["applied"] = max(reached["applied"], b.applied_ts or 0)
-        reached["top"] = max(reached["top"], b.max_ts or 0)
         rep.batches += 1
         rep.changes += b.rows_in
         rep.dead_letters += b.errors
@@ -276,13 +272,6 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
             raise failure[0]
         hooks.stage("consume")
         query.processAllAvailable()  # everything the producer wrote, then stop
-        # a topic a pattern matches that appeared last (a table created near the end) is found at the source's
-        # next metadata refresh; until its partitions are read they hold the global watermark back
-        settle = time.monotonic() + 60
-        while has_watermarks(protocol, codec_opts) and reached["applied"] < reached["top"] \
-                and query.exception() is None and time.monotonic() < settle:
-            time.sleep(1)
-            query.processAllAvailable()
     finally:
         query.stop()
         worker.join()
