@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from .codecs import make_decoder, make_encoder
+from .codecs import ConsumerDecoder, make_decoder, make_encoder
 from .config import PROTOCOLS, ConfigError, build_config, parse_option_pairs
 from .errors import ChangefeedError, DecodeError
 from .eventline import EventReader, EventWriter, Message, message_from_line, message_to_line, read_lines
@@ -184,17 +184,14 @@ def encode(
         err.print(f"encoded {n_events} events into {n_msgs} {protocol} messages{skipped}", highlight=False)
 
 
-def _finish_decoder(decoder: object, errors: str, dead: _DeadLetter) -> None:
+def _finish_decoder(decoder: ConsumerDecoder, errors: str, dead: _DeadLetter) -> None:
     """Messages a decoder still holds at the end (simple-protocol DML that never got its schema)."""
-    finish = getattr(decoder, "finish", None)
-    if finish is None:
-        return
     try:
-        finish()
+        decoder.finish()
     except DecodeError as e:
         if errors == "fail":
             raise
-        for raw in decoder.take_pending():  # type: ignore[attr-defined]
+        for raw in decoder.take_pending():
             dead.put(0, message_to_line(Message(key=None, value=raw)), e)
         err.print(f"[yellow]skipped:[/] {e}", highlight=False)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .config import IMPLEMENTED_PROTOCOLS, CodecConfig, ConfigError
 from .errors import DecodeError
 from .eventline import Message
-from .model import Event
+from .model import Event, TableInfo
 from .routing import TopicSource
 
 
@@ -18,6 +18,52 @@ class Encoder(Protocol):
 
 class Decoder(Protocol):
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]: ...
+
+
+# What some decoders can do beyond `decode`. A protocol's decoder declares an ability by having its methods
+# (checked once, when `GuardedDecoder` wraps it); consumers ask the guarded decoder, which has them all.
+
+@runtime_checkable
+class Remembering(Protocol):
+    """Learns table definitions seen earlier (a consumer resuming, or one running in pieces), in commit order."""
+
+    def remember(self, t: TableInfo) -> None: ...
+
+
+@runtime_checkable
+class Buffering(Protocol):
+    """Holds DML that came before its table's schema (the simple protocol), releasing it with a later message."""
+
+    @property
+    def pending(self) -> int:
+        """How many messages wait for their schema."""
+        ...
+
+    def take_pending(self) -> list[bytes]:
+        """The raw messages still waiting (for dead letters); the buffer is emptied."""
+        ...
+
+    def finish(self) -> None:
+        """At the end of a stream: raises DecodeError if messages still wait."""
+        ...
+
+
+class ConsumerDecoder(Decoder, Protocol):
+    """A decoder with every ability, those its protocol lacks doing nothing (what `make_decoder` gives)."""
+
+    @property
+    def remembers(self) -> bool:
+        """Whether `remember` keeps anything."""
+        ...
+
+    def remember(self, t: TableInfo) -> None: ...
+
+    @property
+    def pending(self) -> int: ...
+
+    def take_pending(self) -> list[bytes]: ...
+
+    def finish(self) -> None: ...
 
 
 def _not_yet(cfg: CodecConfig) -> ConfigError:
@@ -82,9 +128,11 @@ class GuardedDecoder:
     where an object is expected, a number past any range) must become a dead letter, never a traceback.
     The decoders check the shapes they rely on; this catches what they do not."""
 
-    def __init__(self, inner: Any, protocol: str) -> None:
+    def __init__(self, inner: Decoder, protocol: str) -> None:
         self.inner = inner
         self.protocol = protocol
+        self._remembering = inner if isinstance(inner, Remembering) else None
+        self._buffering = inner if isinstance(inner, Buffering) else None
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         try:
@@ -98,8 +146,25 @@ class GuardedDecoder:
             raise DecodeError(f"malformed {self.protocol} message ({type(e).__name__}: {e})",
                               field=_field_of(e), offset=0) from None
 
-    def __getattr__(self, name: str) -> Any:  # the decoder's other abilities (pending, remember, ...)
-        return getattr(self.inner, name)
+    # the inner decoder's abilities (Remembering, Buffering), or nothing to do
+    @property
+    def remembers(self) -> bool:
+        return self._remembering is not None
+
+    def remember(self, t: TableInfo) -> None:
+        if self._remembering is not None:
+            self._remembering.remember(t)
+
+    @property
+    def pending(self) -> int:
+        return self._buffering.pending if self._buffering is not None else 0
+
+    def take_pending(self) -> list[bytes]:
+        return self._buffering.take_pending() if self._buffering is not None else []
+
+    def finish(self) -> None:
+        if self._buffering is not None:
+            self._buffering.finish()
 
 
 def _field_of(e: Exception) -> str | None:
@@ -109,7 +174,7 @@ def _field_of(e: Exception) -> str | None:
     return None
 
 
-def make_decoder(cfg: CodecConfig) -> Decoder:
+def make_decoder(cfg: CodecConfig) -> ConsumerDecoder:
     """The protocol's decoder, guarded: any input gives events or a DecodeError."""
     return GuardedDecoder(_make_decoder(cfg), cfg.protocol)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .eventline import EventReader, EventWriter, read_lines
 from .model import Event
+from .traits import stream_traits
 from .upstream import UpstreamState, state_events
 from .workdir import open_folder
 
@@ -97,16 +98,13 @@ def default_sink(opts: RunOptions) -> str:
         (f"&{q}" if q else "")
 
 
-TABLE_PER_TOPIC = ("avro", "debezium-avro")
-
-
 def table_topics(sink_uri: str, protocol: str, opts: RunOptions) -> tuple[str | None, str]:
     """The Avro protocols write one topic per table: unless the user's TOML routes tables, a changefeed TOML
     giving each table `<topic>_{schema}_{table}`, and the consumer's source, a pattern taking every topic of
     the changefeed (those created mid-stream too); with the user's TOML, the patterns of its dispatchers'
     topic expressions. Other protocols: the TOML given and the sink's topic."""
     base = sink_uri.split("?", 1)[0]
-    if protocol not in TABLE_PER_TOPIC:
+    if not stream_traits(protocol).table_per_topic:
         return (str(opts.config) if opts.config else None), base
     head, topic = base.rsplit("/", 1)
     if opts.config is not None:  # the topics the user's dispatchers can give, not every topic there is

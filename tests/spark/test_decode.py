@@ -78,7 +78,7 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
 
     from changefeed.produce import open_producer
     from changefeed.spark.decode import decode
-    from changefeed.spark.pipeline import read_changes
+    from changefeed.spark.pipeline import read_changes, traits_of
     from changefeed.spark.source import parse_source, read_raw
     from changefeed.spark.types import typed
     from changefeed.upstream import UpstreamState
@@ -98,7 +98,7 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
     src = f"file://{tmp_path}/s/t"
     jvm = read_changes(spark, src, "canal-json", opts, streaming=False, schema_store=str(tmp_path / "a"),
                        jvm_decode=reader == "jvm")
-    assert jvm._changefeed["dialect"] == "canal"
+    assert traits_of(jvm).text_dialect == "canal"
     py = decode(read_raw(spark, parse_source(src), streaming=False), "canal-json", opts, str(tmp_path / "b"))
     key = ["partition", "offset", "idx"]
     assert jvm.where("kind = 'error'").count() == 0
@@ -161,7 +161,7 @@ def test_avro_on_the_jvm_gives_the_python_decoders_rows_and_values(spark, schema
     from changefeed.eventline import table_from_json
     from changefeed.model import Event, Kind
     from changefeed.produce import open_producer
-    from changefeed.spark.pipeline import read_changes
+    from changefeed.spark.pipeline import read_changes, traits_of
     from changefeed.spark.types import typed
 
     extra, wide, rows = _avro_extra_rows()
@@ -205,7 +205,7 @@ def test_avro_on_the_jvm_gives_the_python_decoders_rows_and_values(spark, schema
     jvm, py = jvm.persist(), py.persist()  # decoded once each, then compared many ways
     plan = jvm._jdf.queryExecution().optimizedPlan().toString()
     assert "from_avro" in plan and '"name": "extra"' in plan and '"name": "users"' in plan  # not all Python's
-    dialect = jvm._changefeed["dialect"]  # type: ignore[attr-defined]
+    dialect = traits_of(jvm).text_dialect
 
     plain = ["topic", "partition", "offset", "idx", "kind", "database", "table", "commit_ts", "schema_version",
              "position", "ddl", "ddl_type", "table_def", "pre_table_def", "error", "key", "value"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config import build_config
 from .decode import decode
 
 if TYPE_CHECKING:
@@ -35,12 +34,6 @@ _JVM_ROW = """m IS NOT NULL AND coalesce(m.isDdl, false) = false AND m._tidb.cla
 # the table as this message shows it (columns in mysqlType order, key from pkNames); apply.py reads it
 _TABLE_SHAPE = "to_json(named_struct('schema', m.database, 'table', m.`table`, 'mysqlType', m.mysqlType, " \
                "'pkNames', m.pkNames))"
-
-
-def jvm_decodable(options: dict[str, str] | None) -> bool:
-    """Whether the JVM can read this stream's row messages (not compressed, no claim-check handling)."""
-    cfg = build_config("canal-json", dict(options or {}))
-    return cfg.large_message_handle_compression == "none" and cfg.large_message_handle_option == "none"
 
 
 def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | None) -> DataFrame:

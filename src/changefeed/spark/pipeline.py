@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..config import build_config
+from ..traits import StreamTraits, stream_traits
 from .apply import ApplyOptions, BatchReport, ChangeApplier
 from .avro_jvm import decode_avro
-from .canal_jvm import decode_canal, jvm_decodable
+from .canal_jvm import decode_canal
 from .cluster import preflight
 from .decode import decode
 from .source import Source, parse_source, read_raw
@@ -24,21 +25,38 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-# protocols whose streams carry watermarks (TiCDC's resolved ts), given their options
-def has_watermarks(protocol: str, options: dict[str, str] | None) -> bool:
-    cfg = build_config(protocol, dict(options or {}))
-    if protocol == "canal-json":
-        return cfg.enable_tidb_extension
-    if protocol == "simple":
-        return True
-    if protocol == "avro":
-        return cfg.enable_tidb_extension and getattr(cfg, "avro_enable_watermark", False)
-    return False  # debezium: real Debezium has none; TiCDC's can be consumed with watermarks=True
+
+@dataclass(frozen=True, eq=False)
+class ChangeStream:
+    """What `read_changes` knows of the DataFrame it returns and `apply_changes` needs: carried on the DataFrame
+    (`_carry`, `_carried`), as Spark has no place for it."""
+
+    traits: StreamTraits
+    source: Source
+    raw: DataFrame  # the raw records the changes are decoded from
+    # with a JVM decoder: apply_changes decodes each micro-batch from its raw records itself, cached (the
+    # decoder reads them in two passes: rows on the JVM, the rest in Python)
+    jvm_decoder: Callable[[DataFrame], DataFrame] | None = None
 
 
-DDL_BROADCAST = ("debezium", "debezium-avro")
-# protocols whose decoded changes may carry a binlog position (real Debezium's source block)
-BINLOG_POSITIONED = ("debezium", "debezium-avro")
+def _carry(changes: DataFrame, stream: ChangeStream) -> DataFrame:
+    changes._changefeed_stream = stream  # type: ignore[attr-defined]
+    return changes
+
+
+def _carried(changes: DataFrame) -> ChangeStream | None:
+    stream = getattr(changes, "_changefeed_stream", None)
+    return stream if isinstance(stream, ChangeStream) else None
+
+
+def traits_of(changes: DataFrame) -> StreamTraits:
+    """The traits of the stream a `read_changes` DataFrame decodes."""
+    stream = _carried(changes)
+    if stream is None:
+        raise ValueError("these changes do not come straight from read_changes (a DataFrame made from them does not "
+                         "keep what it knows of the stream): pass apply_changes(..., traits=stream_traits(protocol, "
+                         "options)) from changefeed.traits")
+    return stream.traits
 
 
 def default_store(source: Source) -> str:
@@ -67,37 +85,29 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     so a streaming DataFrame is still the Python decoder's: `apply_changes` runs the JVM decoder on each
     micro-batch from the raw records."""
     src = parse_source(source)
-    build_config(protocol, dict(options or {}))  # bad options fail here, not in a task
+    traits = stream_traits(protocol, options)  # bad options fail here, not in a task
     raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
                    kafka_options=kafka_options)
     store = schema_store or default_store(src)
-    dialect = "text"
-    if protocol == "canal-json" and jvm_decode and jvm_decodable(options):
+    dialect = traits.text_dialect
+    jvm = jvm_decode and (dialect == "canal" or protocol == "avro")
+    if jvm and dialect == "canal":
         def decoder(r: DataFrame) -> DataFrame:
             return decode_canal(r, options, store)  # rows and watermarks by from_json; DDL in Python
-        dialect = "canal"
-    elif protocol == "canal-json" and jvm_decodable(options):
-        def decoder(r: DataFrame) -> DataFrame:
-            return decode(r, "canal-json", options, store, dialect="canal")  # rows read straight from the JSON
-        dialect = "canal"
-    elif protocol == "avro" and jvm_decode:
+    elif jvm:
         def decoder(r: DataFrame) -> DataFrame:
             return decode_avro(r, options, store)  # framed rows by from_avro; the rest in Python
     else:
         def decoder(r: DataFrame) -> DataFrame:
-            return decode(r, protocol, options, store)
-    if protocol == "avro" and jvm_decode and raw.isStreaming:
+            # canal dialect: rows read straight from the JSON (decode.py's raw fast path)
+            return decode(r, protocol, options, store, dialect=dialect)
+    if protocol == "avro" and jvm and raw.isStreaming:
         # the avro JVM decoder needs each micro-batch's schema ids first: apply_changes runs it per batch
         # (from `raw`); the streaming DataFrame itself is the Python decoder's (the same text)
         df = decode(raw, protocol, options, store)
     else:
         df = decoder(raw)
-    # with the JVM decoder, apply_changes decodes each micro-batch from its raw records itself, cached (the
-    # decoder reads them in two passes: rows by from_json, the rest in Python)
-    df._changefeed = {"source": src, "protocol": protocol, "options": dict(options or {}),  # type: ignore[attr-defined]
-                      "dialect": dialect, "raw": raw, "decoder": decoder,
-                      "jvm": jvm_decode and (dialect == "canal" or protocol == "avro")}
-    return df
+    return _carry(df, ChangeStream(traits, src, raw, decoder if jvm else None))
 
 
 def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = None,
@@ -108,39 +118,40 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   trigger: str = "available-now", watermarks: bool | None = None, on_ddl_error: str = "stop",
                   table_features: str = "auto", table_writers: int = 4,
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
-                  on_batch: Callable[[BatchReport], None] | None = None) -> StreamingQuery | BatchReport:
+                  on_batch: Callable[[BatchReport], None] | None = None,
+                  traits: StreamTraits | None = None) -> StreamingQuery | BatchReport:
     """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`, layout.py) in step with
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
     widening when a DDL first needs it; "minimal" rewrites the table instead (table_features.py).
-    `table_writers`: how many tables of one window are written at once (1: one after another)."""
-    info: dict[str, Any] = getattr(changes, "_changefeed", {})
+    `table_writers`: how many tables of one window are written at once (1: one after another).
+    `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
+    `read_changes` gave `changes` (a DataFrame made from them needs them given)."""
+    stream = _carried(changes)
+    if traits is None:
+        traits = traits_of(changes)
     preflight(changes.sparkSession, [target, *([checkpoint] if checkpoint else [])])  # a cluster reaches both
     if watermarks is None:
-        watermarks = has_watermarks(info["protocol"], info["options"]) if info else True
-    if partitions is None and info:
-        partitions = info["source"].partitions
+        watermarks = traits.watermarks
+    if partitions is None and stream is not None:
+        partitions = stream.source.partitions
     opts = ApplyOptions(keys=keys, sequence_by=[sequence_by] if isinstance(sequence_by, str) else list(sequence_by),
                         scd_type=int(stored_as_scd_type), apply_as_deletes=apply_as_deletes,
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
                         except_column_list=except_column_list, track_history_column_list=track_history_column_list,
                         watermarks=watermarks, on_ddl_error=on_ddl_error,
                         table_features=check_mode(table_features), table_writers=max(1, table_writers),
-                        ddl_definitions=not info or info["protocol"] != "avro",
-                        untimed_deletes=bool(info) and info["protocol"] == "avro",
-                        # TiCDC sends a Debezium DDL to every partition of its table's topic, after the rows
-                        # before it: without watermarks, the DDL copies are the barrier
-                        ddl_barrier=not watermarks and bool(info) and info["protocol"] in DDL_BROADCAST,
-                        text_dialect=info.get("dialect", "text") if info else "text",
-                        positions=not info or info["protocol"] in BINLOG_POSITIONED)
+                        ddl_definitions=traits.ddl_definitions, untimed_deletes=traits.untimed_deletes,
+                        ddl_barrier=not watermarks and traits.ddl_broadcast,
+                        text_dialect=traits.text_dialect, positions=traits.binlog_positions)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:
         return applier.process(changes, applier.next_batch_id())
     if not checkpoint:
         raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
-    if info.get("jvm"):  # the JVM decoder reads each micro-batch twice: cache its records
-        decoder = info["decoder"]
+    if stream is not None and stream.jvm_decoder is not None:  # it reads each micro-batch twice: cache its records
+        decoder = stream.jvm_decoder
 
         def from_raw(batch: DataFrame, batch_id: int) -> BatchReport:
             batch = batch.persist()
@@ -149,7 +160,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
             finally:
                 batch.unpersist()
 
-        w = info["raw"].writeStream.foreachBatch(from_raw)
+        w = stream.raw.writeStream.foreachBatch(from_raw)
     else:
         w = changes.writeStream.foreachBatch(applier.process)
     w = w.option("checkpointLocation", checkpoint)
