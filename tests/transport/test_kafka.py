@@ -109,6 +109,24 @@ def test_a_delivery_failure_is_surfaced_not_lost(kafka_broker):
     assert transport.delivered == 1
 
 
+def test_a_topic_made_mid_stream_counts_all_its_partitions(kafka_broker):
+    """A table's topic is created as its first message comes (avro's topic per table): its partition count is
+    taken once the broker's metadata shows them, so a watermark broadcast to it reaches every partition (a
+    topic counted with none before kept a consumer's global watermark at 0)."""
+    from changefeed.sinkconfig import parse_sink_uri
+    from changefeed.transport.kafka import KafkaTransport
+
+    base = f"t{uuid.uuid4().hex[:8]}"
+    transport = KafkaTransport(parse_sink_uri(f"kafka://{kafka_broker}/{base}?protocol=avro&partition-num=3"),
+                               1 << 20)
+    topics = [f"{base}_{i}" for i in range(12)]
+    assert [transport.partitions(t) for t in topics] == [3] * len(topics)
+    for t in topics:
+        transport.broadcast(t, None, b"watermark")
+    transport.flush(30)
+    assert transport.delivered == 3 * len(topics)
+
+
 def test_tls_and_sasl_options_reach_the_kafka_client():
     from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import client_config

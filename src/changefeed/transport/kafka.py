@@ -3,6 +3,7 @@ the sink's partition-num and replication-factor, delivery failures surfaced at f
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -58,21 +59,36 @@ class KafkaTransport:
         self._produced = 0
 
     def partitions(self, topic: str) -> int:
+        """The topic's partition count, creating the topic with the sink's partition-num if it is missing.
+
+        A topic just created may be missing from the broker's metadata for a moment (KRaft publishes it
+        asynchronously): counted then, it would have no partitions, and a watermark broadcast to it would
+        reach none. So the count is taken only once the metadata shows the topic with its partitions."""
         n = self._partitions.get(topic)
         if n is not None:
             return n
         md = self.admin.list_topics(timeout=10)
-        if topic not in md.topics or md.topics[topic].error is not None:
+        t = md.topics.get(topic)
+        want = 1
+        if t is None or t.error is not None or not t.partitions:
             fs = self.admin.create_topics([NewTopic(topic, num_partitions=self.sink.partition_num,
                                                     replication_factor=self.sink.replication_factor)])
             try:
                 fs[topic].result(timeout=30)
+                want = self.sink.partition_num
             except KafkaException as e:
                 if "TOPIC_ALREADY_EXISTS" not in str(e):
                     raise TransportError(f"cannot create topic {topic!r}: {e}") from None
-            md = self.admin.list_topics(topic=topic, timeout=10)
-        n = len(md.topics[topic].partitions)
-        self._partitions[topic] = n
+            deadline = time.monotonic() + 30
+            while True:
+                t = self.admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+                if t is not None and t.error is None and len(t.partitions) >= want:
+                    break
+                if time.monotonic() > deadline:
+                    raise TransportError(f"topic {topic!r} was created but the broker's metadata does not show "
+                                         f"its {want} partition(s) after 30 s")
+                time.sleep(0.1)
+        n = self._partitions[topic] = len(t.partitions)
         return n
 
     def _delivery(self, err: Any, msg: Any) -> None:
