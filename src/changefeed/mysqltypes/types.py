@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .errors import TypeParseError, ValueError_
+from ..errors import TypeParseError, ValueError_
 
 # TiDB's mysql.TypeXxx codes (parser/mysql/type.go); other protocols and the binlog reader use them.
 TYPE_TINY = 1
