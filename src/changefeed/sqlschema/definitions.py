@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import SchemaError, UnsupportedSyntax
-from .model import Column, Index, TableInfo
-from .mysqltypes import ColumnType, Family, TypeParseError
-from .mysqltypes import unquote_sql_string as _unquote
+from ..errors import SchemaError, UnsupportedSyntax
+from ..model import Column, Index, TableInfo
+from ..mysqltypes import ColumnType, Family, TypeParseError
+from ..mysqltypes import unquote_sql_string as _unquote
 
 __all__ = ["SchemaError", "SchemaTracker", "parse_create_table"]
 
