@@ -1,0 +1,132 @@
+"""Values as Go and TiDB print them: float64/float32 text (strconv.FormatFloat) and TiDB's JSON text.
+
+TiCDC's encoders are Go, so every protocol that writes a float or a JSON document as text must
+produce the same digits Go does; the functions here match Go byte for byte (tests/golden).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from ..errors import ValueError_
+
+
+def go_format_float64(v: float) -> str:
+    """Go's strconv.FormatFloat(v, 'f', -1, 64): shortest round-trip digits, never an exponent."""
+    r = repr(v)
+    if "e" in r:
+        return format(Decimal(r), "f")
+    if r[-2:] == ".0":
+        return r[:-2]
+    if r in ("nan", "inf", "-inf"):
+        return "0"
+    return r
+
+
+_F32 = struct.Struct("<f")
+
+
+def to_float32(v: float) -> float:
+    """The float32 nearest to v, as a Python float."""
+    try:
+        return _F32.unpack(_F32.pack(v))[0]
+    except OverflowError:
+        raise ValueError_(f"{v!r} is out of range for FLOAT") from None
+
+
+def shortest_float32(v: float) -> str:
+    """Shortest decimal text that reads back as the same float32 (Go's FormatFloat(.., 32))."""
+    if v == 0:  # not through the cache: 0.0 and -0.0 are the same lru_cache key
+        return "-0" if str(v).startswith("-") else "0"
+    return _shortest_float32(v)
+
+
+_F32_BITS = struct.Struct("<I")
+_EXACT = Context(prec=200)  # more digits than any float32 or midpoint has: Decimal arithmetic is exact
+
+
+@lru_cache(maxsize=65536)
+def _shortest_float32(v: float) -> str:
+    f = to_float32(v)
+    if f != f or f in (float("inf"), float("-inf")):
+        return "0"
+    if f == 0:
+        return "-0" if str(f).startswith("-") else "0"
+    # The decimals that read back as f lie between the midpoints to f's neighbours (ends included when
+    # f's mantissa is even); checked exactly, as reading a decimal through float64 first rounds twice
+    # (7.038531e-26). Go prints the shortest of them, and of two the one nearer f.
+    bits = _F32_BITS.unpack(_F32.pack(abs(f)))[0]
+    d = Decimal(abs(f))
+    below = Decimal(_F32.unpack(_F32_BITS.pack(bits - 1))[0])
+    if bits + 1 < 0x7F800000:
+        above = Decimal(_F32.unpack(_F32_BITS.pack(bits + 1))[0])
+    else:  # FLT_MAX: rounding treats the next step up as if the exponent went on
+        above = _EXACT.subtract(_EXACT.multiply(d, 2), below)
+    lo = _EXACT.divide(_EXACT.add(d, below), 2)
+    hi = _EXACT.divide(_EXACT.add(d, above), 2)
+    closed = bits & 1 == 0
+    for p in range(1, 10):
+        step = Decimal(1).scaleb(d.adjusted() - p + 1)
+        near = d.quantize(step, rounding=ROUND_HALF_EVEN, context=_EXACT)
+        other = _EXACT.add(near, step) if near < d else _EXACT.subtract(near, step)
+        for c in (near, other):
+            if lo < c < hi or closed and (c == lo or c == hi):
+                text = format(_EXACT.normalize(c), "f")
+                return "-" + text if f < 0 else text
+    raise AssertionError(f"no 9-digit decimal reads back as float32 {f!r}")
+
+
+def go_format_float32(v: float) -> str:
+    return shortest_float32(v)
+
+
+def canonical_float32(v: float) -> float:
+    """A float32 column's value kept as the float64 of its shortest text (3.14, not 3.140000104904175)."""
+    return float(shortest_float32(v))
+
+
+def tidb_json_text(v: Any) -> str:
+    """TiDB's canonical JSON text (BinaryJSON.String): `{"k": "v"}`, `[1, 2]` (a space after ':' and ',').
+
+    Object keys come out sorted (TiDB stores them sorted by their bytes); numbers and strings as
+    TiDB's marshalFloat64To / jsonMarshalStringTo write them.
+    """
+    if isinstance(v, dict):
+        return "{" + ", ".join(_tidb_json_str(k) + ": " + tidb_json_text(v[k]) for k in sorted(v)) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(tidb_json_text(x) for x in v) + "]"
+    if isinstance(v, str):
+        return _tidb_json_str(v)
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else "true" if v else "false"
+    if isinstance(v, int) and -(1 << 63) <= v < 1 << 64:
+        return str(v)
+    try:
+        f = float(v)  # TiDB reads a number that fits no 64-bit integer as a double
+    except OverflowError:
+        raise ValueError_(f"{v!r} is out of range for a JSON number") from None
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ValueError_(f"{v!r} is not a JSON number")
+    if f == 0 or 1e-6 <= abs(f) < 1e21:
+        return go_format_float64(f)
+    r = repr(f)  # ES6 style, as Go's encoding/json: 1e+21, 1.5e-7
+    return r.replace("e-0", "e-")
+
+
+_JSON_SHORT_ESC = re.compile(r"(?<!\\)((?:\\\\)*)\\([bf])")
+
+
+def _tidb_json_str(s: str) -> str:
+    # orjson escapes as Go does except \b, \f (Go: \u0008, \u000c) and U+2028/U+2029 (Go escapes them)
+    out = orjson.dumps(s).decode()
+    if "\\b" in out or "\\f" in out:
+        out = _JSON_SHORT_ESC.sub(lambda m: m.group(1) + ("\\u0008" if m.group(2) == "b" else "\\u000c"), out)
+    if "\u2028" in out or "\u2029" in out:
+        out = out.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return out
