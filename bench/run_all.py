@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import binlog_capture  # noqa: E402
 import canal_json  # noqa: E402
 import debezium  # noqa: E402
+import freshness  # noqa: E402
 import kafka  # noqa: E402
 import many_tables  # noqa: E402
 import simple  # noqa: E402
@@ -28,6 +29,9 @@ def main() -> None:
     ap.add_argument("--spark-changes", type=int, default=1_000_000, help="changes for the Spark pipeline benchmark")
     ap.add_argument("--many-changes", type=int, default=20_000, help="changes for the many-tables benchmark")
     ap.add_argument("--many-tables", default="4,200", help="table counts of the many-tables benchmark (0: leave out)")
+    ap.add_argument("--fresh-transactions", type=int, default=6000,
+                    help="transactions of the freshness benchmark (`changefeed run --rate`; 0: leave out)")
+    ap.add_argument("--fresh-rate", type=int, default=250, help="events/s the freshness benchmark's source sends")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
@@ -53,6 +57,9 @@ def main() -> None:
     if not args.no_kafka and counts:
         print(f"the same {args.many_changes:,} changes over {counts} tables (cost follows changes, not tables):")
         many_tables.print_table(args.many_changes, many_tables.run(args.many_changes, counts, 4))
+    if args.fresh_transactions > 0:
+        freshness.print_table(args.fresh_transactions, args.fresh_rate,
+                              freshness.run(args.fresh_transactions, args.fresh_rate))
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")
