@@ -6,7 +6,7 @@ The workload (DDL mid-stream included) is sent at R events/s through the file tr
 applies it in micro-batches that follow it; each micro-batch's lag is the time from the production of the
 newest change it applied to its end. Printed: median, p95 and max beside the targets of issue 19 (median
 <= 10 s, max <= 30 s) and, as the baseline, the lag a consumer would have that applied the whole stream in one
-batch at its end (the time from each event's production to the end of the run, median).
+batch once the stream ended, even instantly: half the production time, a lower bound of its median lag.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run(transactions: int, rate: int) -> dict[str, float]:
                 raise RuntimeError("the lake does not equal upstream: no figure")
             lags = rep.lags
             return {"batches": rep.batches, "median": percentile(lags, 50), "p95": percentile(lags, 95),
-                    "max": max(lags), "one_batch": rep.consume_seconds / 2, "seconds": rep.seconds}
+                    "max": max(lags), "one_batch": rep.produce_seconds / 2, "seconds": rep.seconds}
     finally:
         spark.stop()
 
@@ -49,10 +49,10 @@ def run(transactions: int, rate: int) -> dict[str, float]:
 def print_table(transactions: int, rate: int, r: dict[str, float]) -> None:
     print(f"freshness, `changefeed run --transactions {transactions} --rate {rate}` on local[2] "
           f"({r['batches']:.0f} micro-batches, {r['seconds']:.0f} s):")
-    print(f"{'lag':>10} {'ours':>8} {'one batch at the end':>22} {'target':>8}")
-    print(f"{'median':>10} {r['median']:>7.1f}s {r['one_batch']:>21.1f}s {TARGET_MEDIAN:>7.0f}s")
-    print(f"{'p95':>10} {r['p95']:>7.1f}s {'':>22} {'':>8}")
-    print(f"{'max':>10} {r['max']:>7.1f}s {'':>22} {TARGET_MAX:>7.0f}s")
+    print(f"{'lag':>10} {'ours':>8} {'one batch at the end, >=':>26} {'target':>8}")
+    print(f"{'median':>10} {r['median']:>7.1f}s {r['one_batch']:>25.1f}s {TARGET_MEDIAN:>7.0f}s")
+    print(f"{'p95':>10} {r['p95']:>7.1f}s {'':>26} {'':>8}")
+    print(f"{'max':>10} {r['max']:>7.1f}s {'':>26} {TARGET_MAX:>7.0f}s")
 
 
 def main() -> None:
