@@ -1,0 +1,323 @@
+"""Applying decoded changes to Delta tables: in commit order, transaction-consistent, exactly once.
+
+Every micro-batch first lands in the bronze changelog (append-only, one Delta commit per batch, idempotent
+through Delta's txnAppId/txnVersion). Rows are then applied from the changelog only up to the global
+watermark (the smallest of the partitions' watermarks), in commit order, table by table, split at each DDL's
+commit ts so that a DDL is applied (once) between the rows before and after it. Each table's commit carries
+`txnVersion` = the commit ts it is complete up to: a replay after a crash finds the table's own version in its
+Delta log and skips what it already holds, and rows at or below the applied watermark (an at-least-once
+redelivery) never enter a window again. Streams without watermarks (Avro, real Debezium) are applied batch by
+batch, each key in its commit (or binlog) order.
+
+The modules: `schedule` (which rows a batch may apply: the rule between batches), `ordering` (in which order:
+the rule within a window), `segments` (a window cut at its DDL), `catalog` (table definitions and pending DDL),
+`ddl` (DDL planned and applied), `scd1`/`scd2` (the MERGEs), `lake` (Delta and the file system), `state` (what
+survives a restart, and the progress records), `options`, `projection`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ApplyError
+from . import schedule
+from .catalog import TableCatalog, control_rows
+from .ddl import Ddl, DdlApplier
+from .lake import Lake
+from .options import (
+    CHANGELOG_STATS,
+    DEAD_LETTER_SCHEMA,
+    DEAD_LETTER_STATS,
+    END_AT,
+    ROW_KINDS_SQL,
+    START_AT,
+    ApplyOptions,
+    q,
+)
+from .ordering import date_deletes
+from .projection import Projection
+from .scd1 import merge_scd1
+from .scd2 import merge_scd2
+from .segments import TableWrite, WindowApplier
+from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["DEAD_LETTER_SCHEMA", "END_AT", "ROW_KINDS_SQL", "START_AT", "ApplyOptions", "BatchReport",
+           "ChangeApplier", "ConsumerState", "Ddl", "q", "read_progress"]
+
+
+class ChangeApplier:
+    """The driver side of a consumer: owns the lake's layout and the consumer's progress."""
+
+    def __init__(self, spark: SparkSession, lake: str, *, app_id: str = "changefeed",
+                 options: ApplyOptions | None = None,
+                 partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None,
+                 on_batch: Callable[[BatchReport], None] | None = None) -> None:
+        self.lake = lake.rstrip("/")
+        self.app_id = app_id
+        self.o = options or ApplyOptions()
+        if self.o.scd_type not in (1, 2):
+            raise ApplyError(f"stored_as_scd_type must be 1 or 2, not {self.o.scd_type}")
+        if self.o.on_ddl_error not in ("stop", "skip"):
+            raise ApplyError(f"on_ddl_error is stop or skip, not {self.o.on_ddl_error!r}")
+        if self.o.track_history_column_list is not None and self.o.scd_type != 2:
+            raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")
+        self._partitions = partitions
+        self.on_batch = on_batch
+        self._pool: ThreadPoolExecutor | None = None
+        self.store = Lake(spark, self.lake, app_id)
+        self.layout = self.store.layout
+        self.bronze = self.layout.changelog
+        self.dead = self.layout.dead_letters
+        self.progress = ProgressLog(self.store)
+        self._loaded = False
+        self.state = ConsumerState()  # persisted in each progress record (see `state`)
+        self.catalog = TableCatalog(self.o, self.state)  # rebuilt from the changelog at start
+        self.proj = Projection(self.o, self.catalog)
+        self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
+        self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables,
+                                     lambda s: self.ddl.apply(s.ddl, s.version))
+        # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
+        self.pending_rows: dict[int, int] = {}
+        # micro-batches still cached because they hold rows to apply later: (changes, rows) (memory only)
+        self.held: dict[int, tuple[DataFrame, DataFrame]] = {}
+        # per cached batch with rows to apply: each table's least and latest commit ts and number of changes
+        self.spans: dict[int, dict[tuple[str, str], schedule.Span]] = {}
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session of the calling thread (see `Lake.spark`)."""
+        return self.store.spark
+
+    def path(self, database: str, table: str) -> str:
+        return self.store.path(database, table)
+
+    def exists(self, path: str) -> bool:
+        return self.store.exists(path)
+
+    def next_batch_id(self) -> int:
+        """For changes applied as a batch: one more than the last batch the lake recorded."""
+        return self.progress.next_batch_id()
+
+    def partitions(self) -> dict[str, int]:
+        p = self._partitions
+        if p is None:
+            return {}
+        return p() if callable(p) else dict(p)
+
+    def global_watermark(self) -> int:
+        return schedule.global_watermark(self.state.watermarks, self.partitions())
+
+    def _load(self) -> None:
+        """Progress, watermarks, table definitions and pending DDL, from the lake itself."""
+        if self._loaded:
+            return
+        self._loaded = True
+        from pyspark.sql import functions as F
+
+        if not self.store.exists(self.dead):  # there from the start, so readers find it empty rather than missing
+            self.store.create_log(self.dead, self.spark.createDataFrame([], DEAD_LETTER_SCHEMA).schema,
+                                  DEAD_LETTER_STATS)
+        last = self.progress.last()
+        if last is not None:
+            self.state.restore(last)
+        if self.store.exists(self.bronze):
+            bronze = self.store.read(self.bronze)
+            self.catalog.learn(control_rows(bronze, self.o.apply_as_truncates))
+            if self.o.watermarks:
+                self.pending_rows = {r["_batch"]: r["ts"] for r in bronze.where(
+                    f"kind IN {ROW_KINDS_SQL} AND commit_ts > {self.state.applied_ts}").groupBy("_batch").agg(
+                    F.max("commit_ts").alias("ts")).collect()}
+
+    # --- one micro-batch --------------------------------------------------------------------------
+    def process(self, changes: DataFrame, batch_id: int) -> BatchReport:
+        from pyspark.sql import functions as F
+
+        t0 = time.monotonic()
+        self._load()
+        st = self.state
+        rep = BatchReport(batch_id)
+        lap = Laps(rep)
+        changes = changes.persist()
+        try:
+            # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark, and
+            # each table's span of commit ts (a window without DDL then needs no job to find its tables)
+            agg = changes.groupBy("kind", "topic", "partition", "database", "table").agg(
+                F.count("*").alias("n"), F.max("commit_ts").alias("ts"), F.min("commit_ts").alias("lo")).collect()
+            lap("decode")
+            spans = schedule.batch_spans(agg)
+            counts: Counter[str] = Counter()
+            for r in agg:
+                counts[r["kind"]] += r["n"]
+            rep.max_ts = max((r["ts"] or 0 for r in agg if r["kind"] in ("insert", "update", "delete")), default=0)
+            marks = [(schedule.partition_key(r["topic"], r["partition"]), r["ts"]) for r in agg
+                     if r["kind"] == "watermark"]
+            rep.errors = counts.get("error", 0)
+            rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
+            rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
+            if self.o.untimed_deletes:
+                rows = date_deletes(rows, st.floors)
+            # the changelog and dead letters are appended while the tables are merged (a Delta commit is mostly
+            # driver time; nothing below reads this batch from them): both are in before the progress is saved
+            appended: list[BaseException] = []
+            writer = threading.Thread(target=self._append_batch, args=(changes, rows, batch_id, rep, appended),
+                                      name=f"changelog-{batch_id}", daemon=True)
+            writer.start()
+            self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
+            lap("control")
+            for k, ts in marks:
+                st.watermarks[k] = max(st.watermarks.get(k, 0), ts)
+            if self.o.untimed_deletes:
+                schedule.raise_delete_floors(st.floors, agg)
+            if self.o.watermarks:
+                self._apply_watermarked(changes, rows, batch_id, rep, lap, spans)
+            else:
+                self._apply_keyed(changes, rows, batch_id, rep, lap)
+            writer.join()
+            if appended:
+                raise appended[0]
+            lap("changelog wait")
+        finally:
+            if batch_id not in self.held:
+                changes.unpersist()
+        rep.applied_ts = st.applied_ts
+        rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
+        self.progress.save(batch_id, st, rep)
+        lap("progress")
+        rep.seconds = time.monotonic() - t0
+        if self.on_batch is not None:
+            self.on_batch(rep)
+        return rep
+
+    def _apply_watermarked(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                           lap: Callable[[str], None],
+                           spans: dict[tuple[str, str], schedule.Span] | None) -> None:
+        """With watermarks: the window (applied, global] of this batch and the earlier ones holding rows."""
+        st = self.state
+        if rep.rows_in:
+            self.pending_rows[batch_id] = rep.max_ts
+        if rep.rows_in and spans is not None and not self.o.untimed_deletes:
+            self.spans[batch_id] = spans
+        hi = self.global_watermark()
+        rep.watermark = hi
+        win = schedule.next_window(st.applied_ts, hi)
+        if win is not None:
+            span = f"kind IN {ROW_KINDS_SQL} AND {win.sql()}"
+            # this batch's rows from the cache; earlier batches' only if they still hold rows past the
+            # applied watermark (each batch's files carry its _batch: Delta skips the others)
+            window = rows.where(span)
+            older = [b for b in self.pending_rows if b != batch_id]
+            for b in older:
+                if b in self.held:
+                    window = window.unionByName(self.held[b][1].where(span))
+            unheld = [b for b in older if b not in self.held]
+            if unheld:  # after a restart: from the changelog
+                window = window.unionByName(self.store.read(self.bronze).where(
+                    f"_batch >= {min(unheld)} AND _batch < {batch_id} AND {span}"))
+            self.windows.apply(window, win.lo, win.hi, rep, keyed_batch=None, lap=lap, from_cache=not unheld,
+                               spans=schedule.window_spans(self.spans, self.pending_rows, [batch_id, *older]))
+            st.applied_ts = hi
+            self.pending_rows = schedule.unapplied(self.pending_rows, hi)
+            self.spans = {b: v for b, v in self.spans.items() if b in self.pending_rows}
+        if batch_id in self.pending_rows:  # rows past the watermark: kept cached for a later window
+            self.held[batch_id] = (changes, rows)
+        self._release_held(self.pending_rows)
+
+    def _apply_keyed(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                     lap: Callable[[str], None]) -> None:
+        """Without watermarks: the batch's rows (those with no commit ts too: plain avro carries none) and the
+        rows earlier batches hold, each key in its order, up to the first DDL still waiting for a partition."""
+        st, cat = self.state, self.catalog
+        row_kinds = f"kind IN {ROW_KINDS_SQL}"
+        hi = schedule.barrier(cat.pending.values(), cat.copies, cat.ddl_seen, self.partitions()) \
+            if self.o.ddl_barrier else schedule.UNBOUNDED
+        window = rows.where(f"{row_kinds} AND coalesce(commit_ts, 0) <= {hi}")
+        fresh = schedule.RedeliveryFloors(st.key_floors).column()
+        unheld = []
+        for b, (lo, _) in st.key_held.items():
+            if b == batch_id:
+                continue  # a replayed batch: all of it is here
+            if b in self.held:
+                window = window.unionByName(self.held[b][1].where(
+                    f"{row_kinds} AND commit_ts > {lo} AND commit_ts <= {hi}"))
+            else:
+                unheld.append(f"(_batch = {b} AND commit_ts > {lo})")
+        if unheld:  # after a restart: from the changelog
+            window = window.unionByName(self.store.read(self.bronze).where(
+                f"{row_kinds} AND commit_ts <= {hi} AND ({' OR '.join(unheld)})"))
+        if fresh is not None:
+            window = window.where(fresh)
+        self.windows.apply(window, -1, hi, rep, keyed_batch=batch_id, lap=lap, from_cache=not unheld)
+        held = schedule.keyed_held(st.key_held, batch_id, hi, rep.max_ts)
+        if batch_id in held:
+            self.held[batch_id] = (changes, rows)
+        st.key_held = held
+        self._release_held(held)
+
+    def _release_held(self, keep: dict[int, Any]) -> None:
+        """Uncache the micro-batches that no longer hold rows to apply (`process` uncaches the current one when it
+        is not kept)."""
+        for b in [b for b in self.held if b not in keep]:
+            self.held.pop(b)[0].unpersist()
+
+    def _append_batch(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                      failed: list[BaseException]) -> None:
+        from pyspark.sql import functions as F
+
+        try:
+            t0 = time.monotonic()
+            if rep.errors:
+                self.store.append(changes.where("kind = 'error'").select(
+                    "topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
+                    F.lit(batch_id).cast("long").alias("_batch")), self.dead, batch_id)
+            if not self.store.exists(self.bronze):
+                self.store.create_log(self.bronze, rows.schema, CHANGELOG_STATS)
+            self.store.append(rows, self.bronze, batch_id)
+            rep.phases["changelog (alongside)"] = time.monotonic() - t0
+        except BaseException as e:  # re-raised by the batch's thread
+            failed.append(e)
+
+    # --- table writes -----------------------------------------------------------------------------
+    def _apply_tables(self, work: list[TableWrite]) -> list[tuple[str, str]]:
+        """Each table write done as `_apply_rows` does it, up to `table_writers` at once; the tables that took
+        rows. Every write stays its own idempotent Delta commit, so a failure part-way leaves each table whole,
+        at its old or its new version."""
+        if len(work) <= 1 or self.o.table_writers <= 1:
+            return [(w.database, w.table) for w in work if self._apply_rows(w)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.o.table_writers, thread_name_prefix="changefeed-writer")
+
+        def one(w: TableWrite) -> bool:
+            self.store.own_session()
+            return self._apply_rows(w)
+
+        done = list(self._pool.map(one, work))
+        return [(w.database, w.table) for w, ok in zip(work, done, strict=True) if ok]
+
+    def _apply_rows(self, w: TableWrite) -> bool:
+        db, tbl, rows, version = w.database, w.table, w.rows, w.version
+        path = self.store.path(db, tbl)
+        if self.store.txn_version(path) >= version:
+            return False  # this table already holds these rows (a replay after a crash)
+        t = self.catalog.definition(db, tbl, rows)
+        self.ddl.create(t, path)
+        # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
+        # messages of the same micro-batch (a column renamed after them still has its old name in the lake)
+        keys = set(self.proj.keys(t))
+        lake_cols = self.store.read(path).columns
+        shape = self.catalog.drift.pop((db, tbl), None)
+        if shape is not None:
+            lake_cols = self.ddl.follow(t, shape, path, lake_cols)
+            t = self.catalog.defs[(db, tbl)]
+        cols = [c for c in lake_cols if c not in (START_AT, END_AT) and self.proj.selected(c, keys)]
+        merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
+        merge(self.store, self.proj, self.o, t, path, rows, cols, version)
+        return True
+

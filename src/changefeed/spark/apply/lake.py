@@ -1,0 +1,230 @@
+"""The lake as the applier touches it: Delta tables and the Hadoop file system, with idempotent commits.
+
+Every `spark._jvm` use of the applier is here. A table's commits carry Delta's txnAppId (the consumer's app id)
+and txnVersion (how far the table is complete: see `schedule.txn_version`); `txn_version` reads that back once
+per table and then follows this consumer's own commits. Delta reads txnAppId/txnVersion from session confs, so
+each writer thread works in its own clone of the session (`own_session`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...errors import ApplyError
+from .. import table_features as features
+from ..layout import LakeLayout
+from .options import sql_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def read_json_files(spark: SparkSession, folder: str, prefix: str, *, last: bool = False) -> list[Any]:
+    """The JSON files `<folder>/<prefix>*.json`, in name order (`last=True`: only the last), parsed."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    path = jvm.org.apache.hadoop.fs.Path(folder)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    if not fs.exists(path):
+        return []
+    names = sorted(st.getPath().getName() for st in fs.listStatus(path))
+    names = [n for n in names if n.startswith(prefix) and n.endswith(".json")]
+    out = []
+    for n in names[-1:] if last else names:
+        stream = fs.open(jvm.org.apache.hadoop.fs.Path(path, n))
+        try:
+            out.append(orjson.loads(bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))))
+        finally:
+            stream.close()
+    return out
+
+
+class Lake:
+    """One lake, for one consumer (app id): paths, Delta tables, their versions, and the file system."""
+
+    def __init__(self, spark: SparkSession, lake: str, app_id: str) -> None:
+        self._main_spark = spark
+        self._local = threading.local()  # a writer thread's own session (its txnAppId/txnVersion confs)
+        self.layout = LakeLayout(lake)
+        self.app_id = app_id
+        self._versions: dict[str, int] = {}  # per table path: the version it is complete up to (memory only)
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session of the calling thread: the consumer's, or a writer thread's clone of it. Delta reads a
+        commit's txnAppId/txnVersion from session confs, so tables written at once each need their own."""
+        return getattr(self._local, "spark", None) or self._main_spark
+
+    def own_session(self) -> None:
+        """Give the calling (writer) thread its own clone of the consumer's session, once."""
+        if getattr(self._local, "spark", None) is None:
+            from pyspark.sql import SparkSession
+
+            main = self._main_spark
+            self._local.spark = SparkSession(main.sparkContext, main._jsparkSession.cloneSession())  # type: ignore[attr-defined]
+
+    # --- paths and tables -----------------------------------------------------------------------
+    def path(self, database: str, table: str) -> str:
+        return self.layout.table(database, table)
+
+    def _jvm_log(self, path: str) -> Any:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, path)  # type: ignore[attr-defined]
+
+    def exists(self, path: str) -> bool:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(self.spark._jsparkSession, path))  # type: ignore[attr-defined]
+
+    def read(self, path: str) -> DataFrame:
+        return self.spark.read.format("delta").load(path)
+
+    def sql(self, statement: str) -> DataFrame:
+        return self.spark.sql(statement)
+
+    # --- versions: idempotent commits -----------------------------------------------------------
+    def txn_version(self, path: str) -> int:
+        """The commit ts a table is complete up to for this consumer (-1: none, or no table).
+
+        Read from the table's Delta log once (its txnVersion for our app id, or the DDL version property),
+        then kept here as this consumer commits."""
+        v = self._versions.get(path)
+        if v is None:
+            v = self._versions[path] = self._read_version(path)
+        return v
+
+    def _read_version(self, path: str) -> int:
+        if not self.exists(path):
+            return -1
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        none = jvm.scala.Option.empty()
+        snap = self._jvm_log(path).update(False, none, none)
+        v = snap.transactions().get(self.app_id)
+        txn = int(v.get()) if v.isDefined() else -1
+        prop = snap.metadata().configuration().get(self.ddl_property)
+        return max(txn, int(prop.get()) if prop.isDefined() else -1)
+
+    @property
+    def ddl_property(self) -> str:
+        return f"changefeed.{self.app_id}.ddlVersion"
+
+    def with_txn(self, version: int, fn: Callable[[], Any], path: str | None = None) -> Any:
+        """Run `fn` (one Delta commit) as this consumer's commit `version` (of the table at `path`)."""
+        conf = self.spark.conf
+        conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
+        conf.set("spark.databricks.delta.write.txnVersion", str(version))
+        try:
+            out = fn()
+        finally:
+            conf.unset("spark.databricks.delta.write.txnAppId")
+            conf.unset("spark.databricks.delta.write.txnVersion")
+        if path is not None:
+            self._versions[path] = max(self._versions.get(path, -1), version)
+        return out
+
+    def mark(self, path: str, version: int) -> None:
+        """Record that a DDL is applied: a table property (a metadata-only commit, no Spark job)."""
+        self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({sql_string(self.ddl_property)} = "
+                       f"'{version}')")
+        self._versions[path] = max(self._versions.get(path, -1), version)
+
+    def merge_in_memory(self, path: str, source: DataFrame, cond: str, version: int,
+                        clauses: Callable[[Any], Any]) -> None:
+        """A MERGE whose source is computed once, into memory: Delta would otherwise materialize it on disk
+        (`merge.materializeSource=auto`), needed only for a source that could change between its two passes.
+        Ours cannot (a pure function of the cached micro-batch, each key's last change picked by a total order)."""
+        from delta.tables import DeltaTable
+
+        conf = "spark.databricks.delta.merge.materializeSource"
+        source = source.persist()
+        was = self.spark.conf.get(conf, None)
+        self.spark.conf.set(conf, "none")
+        try:
+            merge = clauses(DeltaTable.forPath(self.spark, path).alias("t").merge(source.alias("s"), cond))
+            self.with_txn(version, merge.execute, path)
+        finally:
+            if was is None:
+                self.spark.conf.unset(conf)
+            else:
+                self.spark.conf.set(conf, was)
+            source.unpersist()
+
+    # --- creating, moving, dropping -------------------------------------------------------------
+    def create_table(self, path: str, schema_of: Callable[[], Any]) -> None:
+        """A Delta table of the schema `schema_of()` gives at `path`, unless there is one."""
+        if self.exists(path):
+            return
+        from delta.tables import DeltaTable
+
+        schema = schema_of()
+        b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+        for k, v in features.creation_properties(schema.fieldNames()).items():  # plain unless a name needs more
+            b = b.property(k, v)
+        b.execute()
+
+    def create_log(self, path: str, schema: Any, stats: str) -> None:
+        """An append-only table of the consumer's, with file statistics only on the columns its readers filter
+        by: statistics on every column (images, raw bytes) made each append measurably slower (see
+        bench/RESULTS.md)."""
+        from delta.tables import DeltaTable
+
+        (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+         .property("delta.dataSkippingStatsColumns", stats).execute())
+
+    def append(self, rows: DataFrame, path: str, batch_id: int) -> None:
+        """Rows appended to a log as this consumer's commit `batch_id` (once, however often it is replayed)."""
+        rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
+            "txnVersion", batch_id).save(path)
+
+    def move(self, src: str, dst: str) -> bool:
+        """A table's folder moved (RENAME TABLE), when it is there and the new one is not; False: the file system
+        refused the move."""
+        fs, ps = self._fs(src)
+        _, pd = self._fs(dst)
+        if fs.exists(ps) and not fs.exists(pd):
+            fs.mkdirs(pd.getParent())
+            if not fs.rename(ps, pd):
+                return False
+            self._versions.pop(src, None)
+            self._versions.pop(dst, None)
+        return True
+
+    def drop(self, path: str) -> None:
+        """DROP TABLE: remove the table's folder, only when it is a Delta table (what the pipeline made),
+        never a folder of the user's that happens to sit at that path."""
+        fs, p = self._fs(path)
+        if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
+            fs.delete(p, True)
+        self._versions.pop(path, None)
+
+    def tables_of(self, db: str) -> list[str]:
+        fs, p = self._fs(self.layout.database(db))
+        if not fs.exists(p):
+            return []
+        return [self.layout.table(db, st.getPath().getName()) for st in fs.listStatus(p) if st.isDirectory()
+                and fs.exists(st.getPath().suffix("/_delta_log"))]  # Delta tables only, not the user's folders
+
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        return p.getFileSystem(self.spark._jsc.hadoopConfiguration()), p  # type: ignore[attr-defined]
+
+    # --- small files ----------------------------------------------------------------------------
+    def write_json(self, folder: str, name: str, data: Any, what: str) -> None:
+        """`<folder>/<name>` holding `data` as JSON, written aside and renamed (replacing an older one); `what`
+        names it if that fails."""
+        fs, dir_ = self._fs(folder)
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        tmp = jvm.org.apache.hadoop.fs.Path(dir_, f".{name}.tmp")
+        out = fs.create(tmp, True)
+        try:
+            out.write(bytearray(orjson.dumps(data)))
+        finally:
+            out.close()
+        final = jvm.org.apache.hadoop.fs.Path(dir_, name)
+        if fs.exists(final):
+            fs.delete(final, False)  # the same batch again (a replay): its newer outcome
+        if not fs.rename(tmp, final):
+            raise ApplyError(f"cannot write {what} at {final}")

@@ -1,0 +1,51 @@
+"""The applier's settings (`ApplyOptions`) and the names its modules share: the changelog's row kinds, the
+dead-letter schema, the SCD2 period columns, SQL quoting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import table_features as features
+
+ROW_KINDS = ("insert", "update", "delete")
+ROW_KINDS_SQL = "('insert', 'update', 'delete')"
+DEAD_LETTER_SCHEMA = "topic string, partition int, offset long, key binary, value binary, reason string, _batch long"
+START_AT, END_AT = "__START_AT", "__END_AT"  # an SCD2 version's period: [start, end), end NULL while open
+CHANGELOG_STATS = "_batch,commit_ts,topic,partition,offset"  # the changelog columns with file statistics
+DEAD_LETTER_STATS = "topic,partition,offset,_batch"
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_string(s: str) -> str:
+    """A quoted SQL string literal."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass
+class ApplyOptions:
+    keys: list[str] | None = None
+    sequence_by: list[str] = field(default_factory=lambda: ["commit_ts"])
+    scd_type: int = 1
+    apply_as_deletes: str | None = None
+    apply_as_truncates: str | None = None
+    column_list: list[str] | None = None
+    except_column_list: list[str] | None = None
+    track_history_column_list: list[str] | None = None
+    watermarks: bool = True
+    on_ddl_error: str = "stop"  # stop | skip
+    json_as_variant: bool = False
+    ddl_definitions: bool = True  # the protocol's DDL carry table definitions (the avro protocol's do not)
+    text_dialect: str = "text"  # how images hold values: "text" (types.text_of) or "canal" (canal-json's own)
+    untimed_deletes: bool = False  # deletes may carry no commit ts (the avro protocol's tombstones)
+    # without watermarks: the stream sends each DDL to every partition of its topic, after the rows before it
+    # (TiCDC's MQ sink); a DDL then waits for every partition's copy, and rows after it wait for the DDL
+    ddl_barrier: bool = False
+    positions: bool = True  # changes may carry a binlog position that orders them within a commit ts (debezium)
+    table_features: str = features.AUTO  # auto: turn a Delta feature on when a DDL needs it; minimal: rewrite
+    # tables of one window written at once (each its own Spark jobs and Delta commit, from its own thread):
+    # a window of many tables costs about its largest tables, not the sum of every table's fixed cost
+    table_writers: int = 4

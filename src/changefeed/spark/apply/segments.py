@@ -1,0 +1,169 @@
+"""A window's rows cut at the DDL that touch their tables, and applied step by step in commit order.
+
+Each table's rows up to a DDL that touches it are written (a `TableWrite`), then the DDL is applied (a
+`DdlStep`), then its later rows; a DDL splits only the tables it names, so one table's DDL costs others
+nothing. The writes of one step go together (`write_tables`, concurrently); each is its own idempotent Delta
+commit at the version `schedule.txn_version` gives.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from ...ddl import drops_schema
+from . import schedule
+from .ddl import complete
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .catalog import TableCatalog
+    from .ddl import Ddl
+    from .options import ApplyOptions
+    from .state import BatchReport, ConsumerState
+
+TableKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """Rows of one table, written as its commit `version`."""
+
+    database: str
+    table: str
+    rows: DataFrame
+    version: int
+
+
+@dataclass(frozen=True)
+class DdlStep:
+    """A DDL, applied as commit `version` of the tables it changes."""
+
+    ddl: Ddl
+    version: int
+
+
+def touches(d: Ddl, tables: dict[TableKey, int]) -> list[TableKey]:
+    """The tables (among those with rows) a DDL changes: named before or after it, or all of a schema."""
+    named = {(t.schema, t.table) for t in (d.before, d.after) if t is not None and t.table}
+    if d.database and d.table:
+        named.add((d.database, d.table))
+    if drops_schema(d.ddl_type) and d.database:
+        named |= {k for k in tables if k[0] == d.database}
+    return sorted(k for k in named if k in tables)
+
+
+class WindowApplier:
+    def __init__(self, options: ApplyOptions, catalog: TableCatalog, state: ConsumerState,
+                 write_tables: Callable[[list[TableWrite]], list[TableKey]],
+                 apply_ddl: Callable[[DdlStep], None]) -> None:
+        self.o = options
+        self.catalog = catalog
+        self.state = state
+        self.write_tables = write_tables  # the tables that took rows
+        self.apply_ddl = apply_ddl
+
+    def _write(self, work: list[TableWrite], rep: BatchReport) -> None:
+        rep.tables.update(f"{db}.{tbl}" for db, tbl in self.write_tables(work))
+
+    def apply(self, window: DataFrame, lo: int, hi: int, rep: BatchReport, *, keyed_batch: int | None,
+              lap: Callable[[str], None] | None = None, from_cache: bool = False,
+              spans: list[dict[TableKey, schedule.Span]] | None = None) -> None:
+        """Rows in (lo, hi] and the DDL among them (`keyed_batch`: without watermarks, the batch applied; every
+        pending DDL up to hi then, and each partition's redelivery floors raised).
+
+        `spans` (per batch read, each table's least and latest commit ts): for a window without DDL the tables
+        with rows are those whose span meets (lo, hi], found without a Spark job (a table whose rows all fall
+        outside the window is merged with an empty source, which changes nothing); `rows_applied` then counts
+        those tables' changes in the batches read, not only the window's.
+        """
+        ddls = schedule.ddls_in(self.catalog.pending.values(), lo, hi, keyed=keyed_batch is not None)
+        if self.o.apply_as_deletes:
+            window = window.withColumn("kind", F.when(F.expr(self.o.apply_as_deletes), F.lit("delete"))
+                                       .otherwise(F.col("kind")))
+        if spans is not None and not ddls and keyed_batch is None and from_cache:
+            counts = schedule.tables_in_window(spans, lo, hi)
+            if lap is not None:
+                lap("window")
+            self._write([TableWrite(db, tbl, window.where((F.col("database") == db) & (F.col("table") == tbl)), hi)
+                         for db, tbl in sorted(counts)], rep)
+            rep.rows_applied += sum(counts.values())
+            if lap is not None:
+                lap("merge")
+            return
+        if not from_cache:  # read from the changelog: once, not once per table and segment
+            window = window.persist()
+        try:
+            self._segments(window, lo, hi, ddls, rep, keyed_batch, lap)
+        finally:
+            if not from_cache:
+                window.unpersist()
+
+    def _segments(self, window: DataFrame, lo: int, hi: int, ddls: list[Ddl], rep: BatchReport,
+                  keyed_batch: int | None, lap: Callable[[str], None] | None) -> None:
+        # one job: each table's rows per stretch between the window's DDL (their count and least commit ts),
+        # so finding the DDL segments with rows takes none; a few rows per table, not one per commit ts
+        bounds = sorted({d.commit_ts for d in ddls})
+        if len(bounds) <= 64:
+            seg = sum((F.when(F.col("commit_ts") > b, 1).otherwise(0) for b in bounds), F.lit(0))
+        else:  # a window dense with DDL: one row per commit ts
+            seg = F.col("commit_ts")
+        per_ts = window.groupBy("database", "table", seg.alias("_seg"), "topic", "partition").agg(
+            F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts"), F.max("commit_ts").alias("top")
+        ).collect()
+        counts: dict[TableKey, int] = {}
+        stamps: dict[TableKey, list[int]] = {}
+        floors = schedule.RedeliveryFloors(self.state.key_floors)
+        for r in per_ts:
+            k = (r["database"], r["table"])
+            counts[k] = counts.get(k, 0) + r["n"]
+            stamps.setdefault(k, []).append(r["commit_ts"] if r["commit_ts"] is not None else lo + 1)
+            if keyed_batch is not None and r["top"]:  # what each partition applied, per table
+                floors.raise_to(r["topic"], r["partition"], r["database"], r["table"], r["top"])
+        for v in stamps.values():
+            v.sort()
+        if lap is not None:
+            lap("window")
+        done: dict[TableKey, int] = {}  # per table: rows applied up to this commit ts
+
+        def any_rows(table: TableKey, start: int, upto: int, inclusive: bool) -> bool:
+            ts = stamps[table]
+            i = bisect.bisect_right(ts, start)
+            return i < len(ts) and (ts[i] <= upto if inclusive else ts[i] < upto)
+
+        def flush(tables: list[TableKey], upto: int, step: int, *, inclusive: bool) -> None:
+            """Each table's rows from where it stands up to `upto` (before it: not `inclusive`)."""
+            work = []
+            for table in tables:
+                if table not in counts:
+                    continue
+                start = done.get(table, lo)
+                if upto <= start and keyed_batch is None:
+                    continue
+                db, tbl = table
+                cond = (F.col("database") == db) & (F.col("table") == tbl) & (F.col("commit_ts") > start)
+                cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
+                if any_rows(table, start, upto, inclusive):
+                    version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
+                                                   step=step)
+                    work.append(TableWrite(db, tbl, window.where(cond), version))
+                done[table] = upto if inclusive else upto - 1
+            self._write(work, rep)
+
+        for step, d in enumerate(ddls):
+            complete(d, self.catalog.defs, self.o.ddl_definitions)
+            flush(touches(d, counts), d.commit_ts, step, inclusive=False)
+            self.apply_ddl(DdlStep(d, schedule.txn_version(d.commit_ts, keyed_batch=keyed_batch, step=step,
+                                                           ddl=True)))
+            self.catalog.applied(d)
+            self.state.ddl_ts = max(self.state.ddl_ts, d.commit_ts)
+            rep.ddl_applied += 1
+        flush(sorted(counts), hi, len(ddls), inclusive=True)
+        rep.rows_applied += sum(counts.values())
+        if lap is not None:
+            lap("merge")
