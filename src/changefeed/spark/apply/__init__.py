@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ApplyError
@@ -43,7 +43,7 @@ from .ordering import date_deletes
 from .projection import Projection
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
-from .segments import TableWrite, WindowApplier
+from .segments import DdlStep, TableWrite, WindowApplier
 from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
 
 if TYPE_CHECKING:
@@ -82,8 +82,7 @@ class ChangeApplier:
         self.catalog = TableCatalog(self.o, self.state)  # rebuilt from the changelog at start
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
-        self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables,
-                                     lambda s: self.ddl.apply(s.ddl, s.version))
+        self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables, self._apply_ddls)
         # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
         self.pending_rows: dict[int, int] = {}
         # micro-batches still cached because they hold rows to apply later: (changes, rows) (memory only)
@@ -300,6 +299,24 @@ class ChangeApplier:
 
         done = list(self._pool.map(one, work))
         return [(w.database, w.table) for w, ok in zip(work, done, strict=True) if ok]
+
+    def _apply_ddls(self, steps: list[DdlStep]) -> None:
+        """DDL steps of different tables (`segments.ddl_groups`), up to `table_writers` at once."""
+        if len(steps) <= 1 or self.o.table_writers <= 1:
+            for s in steps:
+                self.ddl.apply(s.ddl, s.version)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.o.table_writers, thread_name_prefix="changefeed-writer")
+
+        def one(s: DdlStep) -> None:
+            self.store.own_session()
+            self.ddl.apply(s.ddl, s.version)
+
+        futures = [self._pool.submit(one, s) for s in steps]
+        wait(futures)  # each finishes before the first failure is raised
+        for f in futures:
+            f.result()
 
     def _apply_rows(self, w: TableWrite) -> bool:
         db, tbl, rows, version = w.database, w.table, w.rows, w.version

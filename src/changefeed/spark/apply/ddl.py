@@ -232,6 +232,9 @@ class DdlApplier:
                 else:
                     lake.with_txn(version, lambda: lake.sql(
                         f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"), path)
+            elif d.after is not None and d.after.columns:  # the rows before it were not written (segments.py)
+                self.create(d.after, path)
+                lake.mark(path, version)
             return
         if d.after is None or not d.after.columns:
             if changes_columns(a) and self.o.ddl_definitions and lake.exists(path):

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from ...ddl import drops_schema
+from ...ddl import TABLE_RENAMING, drops_schema, drops_table, truncates
+from ...model import TableInfo
 from . import schedule
 from .ddl import complete
 
@@ -58,15 +59,80 @@ def touches(d: Ddl, tables: dict[TableKey, int]) -> list[TableKey]:
     return sorted(k for k in named if k in tables)
 
 
+WRITE, KEEP, DISCARD = "write", "keep", "discard"
+# DDL that touch no row of a table (indexes, comments, options, columns): only these may leave its rows for
+# later, and only when its columns and key are still what the rows need
+_ROWS_UNTOUCHED = frozenset({
+    "ActionAddIndex", "ActionDropIndex", "ActionRenameIndex", "ActionAddPrimaryKey", "ActionDropPrimaryKey",
+    "ActionAlterIndexVisibility", "ActionModifyTableComment", "ActionModifyTableCharsetAndCollate",
+    "ActionAlterTableAttributes", "ActionAlterTTLInfo", "ActionAlterTTLRemove", "ActionSetDefaultValue",
+    "ActionModifyColumn", "ActionDropColumn", "ActionDropColumns", "ActionMultiSchemaChange"})
+
+
+def before_ddl(d: Ddl, table: TableKey, later: list[Ddl], scd_type: int, keys: list[str] | None) -> str:
+    """What becomes of a table's rows that precede a DDL touching it, in the same window.
+
+    WRITE: written before the DDL (the window is cut there). KEEP: left for the table's next write, after the
+    DDL, which changes nothing they need: the same columns and key (an index, a comment), or columns dropped
+    when no later DDL of the window touches the table (a later one could bring a dropped name back).
+    DISCARD: never written, since the DDL removes whatever they would leave (DROP TABLE / DATABASE; TRUNCATE
+    with SCD1, where no history is kept). Each saves a Delta write of the table. A DDL sharing its commit ts with
+    a later one of the table always cuts: the rows' later write must get a higher txnVersion than the DDL."""
+    a = d.ddl_type
+    if drops_table(a) or drops_schema(a) or (truncates(a) and scd_type == 1):
+        return DISCARD
+    b, t = d.before, d.after
+    if a not in _ROWS_UNTOUCHED or b is None or t is None or not b.columns or not t.columns \
+            or (b.schema, b.table) != table or (t.schema, t.table) != table \
+            or any(x.commit_ts <= d.commit_ts for x in later):
+        return WRITE
+    if _key(b, keys) != _key(t, keys) or any(c.name not in b.by_name or b.by_name[c.name] != c for c in t.columns):
+        return WRITE
+    if len(t.columns) == len(b.columns):
+        return KEEP
+    return WRITE if later else KEEP
+
+
+def ddl_groups(ddls: list[Ddl]) -> list[list[int]]:
+    """The window's DDL (in commit order) as runs that can be applied together: consecutive DDL each changing
+    one table of its own, none the table of another in the run. Their tables' writes before them, then the
+    DDL themselves, go at once (different Delta tables, each its own commit); anything else (a rename, a
+    schema's DDL, a second DDL of a table) starts a new run."""
+    groups: list[list[int]] = []
+    seen: set[TableKey] = set()
+    for i, d in enumerate(ddls):
+        table = _own_table(d)
+        if groups and table is not None and table not in seen and _own_table(ddls[groups[-1][0]]) is not None:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+            seen = set()
+        if table is not None:
+            seen.add(table)
+    return groups
+
+
+def _own_table(d: Ddl) -> TableKey | None:
+    """The one table a DDL changes, when it changes exactly one and keeps its name."""
+    if d.ddl_type in TABLE_RENAMING or drops_schema(d.ddl_type) or not d.database or not d.table:
+        return None
+    names = {(t.schema, t.table) for t in (d.before, d.after) if t is not None and t.table}
+    return (d.database, d.table) if names <= {(d.database, d.table)} else None
+
+
+def _key(t: TableInfo, keys: list[str] | None) -> list[str]:
+    return list(keys) if keys else (list(t.handle_key) or [c.name for c in t.columns])
+
+
 class WindowApplier:
     def __init__(self, options: ApplyOptions, catalog: TableCatalog, state: ConsumerState,
                  write_tables: Callable[[list[TableWrite]], list[TableKey]],
-                 apply_ddl: Callable[[DdlStep], None]) -> None:
+                 apply_ddl: Callable[[list[DdlStep]], None]) -> None:
         self.o = options
         self.catalog = catalog
         self.state = state
         self.write_tables = write_tables  # the tables that took rows
-        self.apply_ddl = apply_ddl
+        self.apply_ddl = apply_ddl  # DDL of different tables, applied at once
 
     def _write(self, work: list[TableWrite], rep: BatchReport) -> None:
         rep.tables.update(f"{db}.{tbl}" for db, tbl in self.write_tables(work))
@@ -136,7 +202,7 @@ class WindowApplier:
             i = bisect.bisect_right(ts, start)
             return i < len(ts) and (ts[i] <= upto if inclusive else ts[i] < upto)
 
-        def flush(tables: list[TableKey], upto: int, step: int, *, inclusive: bool) -> None:
+        def flush(tables: list[TableKey], upto: int, step: int, *, inclusive: bool) -> list[TableWrite]:
             """Each table's rows from where it stands up to `upto` (before it: not `inclusive`)."""
             work = []
             for table in tables:
@@ -153,17 +219,32 @@ class WindowApplier:
                                                    step=step)
                     work.append(TableWrite(db, tbl, window.where(cond), version))
                 done[table] = upto if inclusive else upto - 1
-            self._write(work, rep)
+            return work
 
-        for step, d in enumerate(ddls):
-            complete(d, self.catalog.defs, self.o.ddl_definitions)
-            flush(touches(d, counts), d.commit_ts, step, inclusive=False)
-            self.apply_ddl(DdlStep(d, schedule.txn_version(d.commit_ts, keyed_batch=keyed_batch, step=step,
-                                                           ddl=True)))
-            self.catalog.applied(d)
-            self.state.ddl_ts = max(self.state.ddl_ts, d.commit_ts)
-            rep.ddl_applied += 1
-        flush(sorted(counts), hi, len(ddls), inclusive=True)
+        for group in ddl_groups(ddls):
+            work: list[TableWrite] = []
+            steps: list[DdlStep] = []
+            for step in group:
+                d = ddls[step]
+                complete(d, self.catalog.defs, self.o.ddl_definitions)
+                cut = []
+                for table in touches(d, counts):
+                    later = [x for x in ddls[step + 1:] if table in touches(x, counts)]
+                    what = before_ddl(d, table, later, self.o.scd_type, self.o.keys)
+                    if what == WRITE:
+                        cut.append(table)
+                    elif what == DISCARD:
+                        done[table] = d.commit_ts - 1
+                work += flush(cut, d.commit_ts, step, inclusive=False)
+                steps.append(DdlStep(d, schedule.txn_version(d.commit_ts, keyed_batch=keyed_batch, step=step,
+                                                             ddl=True)))
+            self._write(work, rep)
+            self.apply_ddl(steps)
+            for st in steps:
+                self.catalog.applied(st.ddl)
+                self.state.ddl_ts = max(self.state.ddl_ts, st.ddl.commit_ts)
+                rep.ddl_applied += 1
+        self._write(flush(sorted(counts), hi, len(ddls), inclusive=True), rep)
         rep.rows_applied += sum(counts.values())
         if lap is not None:
             lap("merge")
