@@ -82,10 +82,11 @@ def preflight(spark: SparkSession, paths: Iterable[str] = ()) -> None:
     try:
         seen = sc.parallelize(range(slots), slots).mapPartitions(task).collect()
     except Exception as e:  # noqa: BLE001 - the Python worker itself may not start (no pyspark there)
+        # the level stays ERROR: Spark's scheduler logs the failed job (with the task's traceback) from its
+        # own thread, possibly after collect() has raised here
         raise ClusterSetupError(f"executors cannot run changefeed's Python tasks ({_first_line(e)}): "
                                 f"{SHIP_HINT}") from None
-    finally:
-        sc.setLogLevel(level)
+    sc.setLogLevel(level)
     for s in seen:
         if s["import"]:
             raise ClusterSetupError(f"executors cannot import changefeed (python {s['python']} on {s['host']}: "
