@@ -32,7 +32,6 @@ from .lake import Lake
 from .options import (
     CHANGELOG_STATS,
     DEAD_LETTER_SCHEMA,
-    DEAD_LETTER_STATS,
     END_AT,
     ROW_KINDS_SQL,
     START_AT,
@@ -44,7 +43,7 @@ from .projection import Projection
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
 from .segments import DdlStep, TableWrite, WindowApplier
-from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
+from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress, restore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -115,25 +114,11 @@ class ChangeApplier:
         return schedule.global_watermark(self.state.watermarks, self.partitions())
 
     def _load(self) -> None:
-        """Progress, watermarks, table definitions and pending DDL, from the lake itself."""
+        """Progress, watermarks, table definitions and pending DDL, from the lake itself (once)."""
         if self._loaded:
             return
         self._loaded = True
-        from pyspark.sql import functions as F
-
-        if not self.store.exists(self.dead):  # there from the start, so readers find it empty rather than missing
-            self.store.create_log(self.dead, self.spark.createDataFrame([], DEAD_LETTER_SCHEMA).schema,
-                                  DEAD_LETTER_STATS)
-        last = self.progress.last()
-        if last is not None:
-            self.state.restore(last)
-        if self.store.exists(self.bronze):
-            bronze = self.store.read(self.bronze)
-            self.catalog.learn(control_rows(bronze, self.o.apply_as_truncates))
-            if self.o.watermarks:
-                self.pending_rows = {r["_batch"]: r["ts"] for r in bronze.where(
-                    f"kind IN {ROW_KINDS_SQL} AND commit_ts > {self.state.applied_ts}").groupBy("_batch").agg(
-                    F.max("commit_ts").alias("ts")).collect()}
+        self.pending_rows = restore(self.store, self.progress, self.state, self.catalog, self.o)
 
     # --- one micro-batch --------------------------------------------------------------------------
     def process(self, changes: DataFrame, batch_id: int) -> BatchReport:

@@ -10,7 +10,7 @@ last one read back at start): `ConsumerState`
                   rows past a DDL barrier (saved as "held")
     key_floors    without watermarks: per "topic/partition/db.table", the latest commit ts applied there
                   (a row below it is a redelivery)
-Rebuilt from the changelog at start (`ChangeApplier._load`): the catalog (table definitions, each column a
+Rebuilt from the changelog at start (`restore`): the catalog (table definitions, each column a
 table has had, pending DDL and their broadcast copies, the latest DDL copy per partition) and, with
 watermarks, the batches whose rows are not all applied yet (`pending_rows`).
 Memory only (rebuilt lazily or not needed after a restart): each table's Delta version (`Lake`, read back
@@ -26,12 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from .. import table_features as features
 from ..layout import LakeLayout
+from .catalog import control_rows
 from .lake import read_json_files
+from .options import DEAD_LETTER_SCHEMA, DEAD_LETTER_STATS, ROW_KINDS_SQL
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .catalog import TableCatalog
     from .lake import Lake
+    from .options import ApplyOptions
 
 PROGRESS_PREFIX = "batch-"
 
@@ -130,3 +134,26 @@ class ProgressLog:
         rec = progress_record(batch_id, state, rep, int(time.time() * 1000))
         self.lake.write_json(self.lake.layout.progress, f"{PROGRESS_PREFIX}{batch_id:020d}.json", rec,
                              "the consumer's progress")
+
+
+def restore(lake: Lake, progress: ProgressLog, state: ConsumerState, catalog: TableCatalog,
+            options: ApplyOptions) -> dict[int, int]:
+    """A consumer's start: the state from its last progress record, the catalog from the changelog, and (with
+    watermarks) the batches whose rows are not all applied yet, with their latest commit ts (returned)."""
+    from pyspark.sql import functions as F
+
+    dead = lake.layout.dead_letters
+    if not lake.exists(dead):  # there from the start, so readers find it empty rather than missing
+        lake.create_log(dead, lake.spark.createDataFrame([], DEAD_LETTER_SCHEMA).schema, DEAD_LETTER_STATS)
+    last = progress.last()
+    if last is not None:
+        state.restore(last)
+    pending_rows: dict[int, int] = {}
+    if lake.exists(lake.layout.changelog):
+        bronze = lake.read(lake.layout.changelog)
+        catalog.learn(control_rows(bronze, options.apply_as_truncates))
+        if options.watermarks:
+            pending_rows = {r["_batch"]: r["ts"] for r in bronze.where(
+                f"kind IN {ROW_KINDS_SQL} AND commit_ts > {state.applied_ts}").groupBy("_batch").agg(
+                F.max("commit_ts").alias("ts")).collect()}
+    return pending_rows
