@@ -38,7 +38,9 @@ def run(transactions: int, rate: int) -> dict[str, float]:
         with tempfile.TemporaryDirectory(prefix="changefeed-fresh-") as tmp:
             rep = run_job(spark, RunOptions(work=Path(tmp) / "w", transactions=transactions, rate=rate))
             if rep.verification is None or not rep.verification.ok:
-                raise RuntimeError("the lake does not equal upstream: no figure")
+                bad = [(t.name, t.expected, t.actual, t.missing, t.extra, t.problem, t.samples[:3])
+                       for t in (rep.verification.tables if rep.verification else []) if not t.ok]
+                raise RuntimeError(f"the lake does not equal upstream, no figure: {bad}")
             lags = rep.lags
             return {"batches": rep.batches, "median": percentile(lags, 50), "p95": percentile(lags, 95),
                     "max": max(lags), "one_batch": rep.produce_seconds / 2, "seconds": rep.seconds}
