@@ -95,8 +95,8 @@ def before_ddl(d: Ddl, table: TableKey, later: list[Ddl], scd_type: int, keys: l
 
 def ddl_groups(ddls: list[Ddl]) -> list[list[int]]:
     """The window's DDL (in commit order) as runs that can be applied together: consecutive DDL each changing
-    one table of its own, none the table of another in the run. Their tables' writes before them, then the
-    DDL themselves, go at once (different Delta tables, each its own commit); anything else (a rename, a
+    one table of its own, none the table of another in the run. Their tables' writes before them go at once
+    (different Delta tables, each its own commit), then the DDL; anything else (a rename, a
     schema's DDL, a second DDL of a table) starts a new run."""
     groups: list[list[int]] = []
     seen: set[TableKey] = set()
@@ -132,7 +132,7 @@ class WindowApplier:
         self.catalog = catalog
         self.state = state
         self.write_tables = write_tables  # the tables that took rows
-        self.apply_ddl = apply_ddl  # DDL of different tables, applied at once
+        self.apply_ddl = apply_ddl  # the DDL of one run (ddl_groups), in commit order
 
     def _write(self, work: list[TableWrite], rep: BatchReport) -> None:
         rep.tables.update(f"{db}.{tbl}" for db, tbl in self.write_tables(work))
