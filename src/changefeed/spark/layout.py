@@ -5,6 +5,7 @@
     <lake>/_changefeed/dead_letters   decoded changes the lake could not take, with why
     <lake>/_changefeed/progress       one record per micro-batch (batch-<id>.json)
     <lake>/_changefeed/checkpoint     the Spark checkpoint, unless one is given
+    <lake>/_changefeed/staging        data files of many tables written in one job, before each moves into its table
     <checkpoint>/schemas              the decoders' schema store
 
 Paths are joined with `/` (they may be URIs: s3a://..., file:...); a trailing `/` on the lake is dropped.
@@ -45,6 +46,10 @@ class LakeLayout:
     @property
     def checkpoint(self) -> str:
         return f"{self.meta}/checkpoint"
+
+    @property
+    def staging(self) -> str:
+        return f"{self.meta}/staging"
 
     def database(self, database: str) -> str:
         return f"{self.lake}/{database}"

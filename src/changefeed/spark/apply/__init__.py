@@ -29,6 +29,7 @@ from . import schedule
 from .catalog import TableCatalog, control_rows
 from .ddl import Ddl, DdlApplier
 from .lake import Lake
+from .multiwrite import MultiWriter, Planned
 from .options import (
     CHANGELOG_STATS,
     DEAD_LETTER_SCHEMA,
@@ -81,6 +82,7 @@ class ChangeApplier:
         self.catalog = TableCatalog(self.o, self.state)  # rebuilt from the changelog at start
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
+        self.multi = MultiWriter(self.store, self.proj, self.o)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables, self._apply_ddls)
         # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
         self.pending_rows: dict[int, int] = {}
@@ -270,20 +272,29 @@ class ChangeApplier:
 
     # --- table writes -----------------------------------------------------------------------------
     def _apply_tables(self, work: list[TableWrite]) -> list[tuple[str, str]]:
-        """Each table write done as `_apply_rows` does it, up to `table_writers` at once; the tables that took
-        rows. Every write stays its own idempotent Delta commit, so a failure part-way leaves each table whole,
-        at its old or its new version."""
-        if len(work) <= 1 or self.o.table_writers <= 1:
-            return [(w.database, w.table) for w in work if self._apply_rows(w)]
+        """The writes of one step: each table ready (`_plan`), then the small plain tables of one shape in one
+        job (`multiwrite`), the others each its MERGE, up to `table_writers` at once; the tables that took rows.
+        Every table keeps its own idempotent Delta commit, so a failure part-way leaves each table whole, at its
+        old or its new version."""
+        planned = [p for p in self._each(self._plan, work) if p is not None]
+        groups, rest = self.multi.groups(planned)
+        for g in groups:
+            self.multi.write(g, self.store.committed)
+        self._each(self._merge, rest)
+        return [(p.write.database, p.write.table) for p in planned]
+
+    def _each(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        """`fn` over `items`, up to `table_writers` at once (each writer thread in its own session)."""
+        if len(items) <= 1 or self.o.table_writers <= 1:
+            return [fn(x) for x in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.o.table_writers, thread_name_prefix="changefeed-writer")
 
-        def one(w: TableWrite) -> bool:
+        def one(x: Any) -> Any:
             self.store.own_session()
-            return self._apply_rows(w)
+            return fn(x)
 
-        done = list(self._pool.map(one, work))
-        return [(w.database, w.table) for w, ok in zip(work, done, strict=True) if ok]
+        return list(self._pool.map(one, items))
 
     def _apply_ddls(self, steps: list[DdlStep]) -> None:
         """DDL steps of different tables (`segments.ddl_groups`), one after another: their writes before them
@@ -292,11 +303,13 @@ class ChangeApplier:
         for s in steps:
             self.ddl.apply(s.ddl, s.version)
 
-    def _apply_rows(self, w: TableWrite) -> bool:
+    def _plan(self, w: TableWrite) -> Planned | None:
+        """A table write made ready: the table created if new, following its definition, and the lake columns
+        it sets; None when the table already holds these rows (a replay after a crash)."""
         db, tbl, rows, version = w.database, w.table, w.rows, w.version
         path = self.store.path(db, tbl)
         if self.store.txn_version(path) >= version:
-            return False  # this table already holds these rows (a replay after a crash)
+            return None
         t = self.catalog.definition(db, tbl, rows)
         self.ddl.create(t, path)
         # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
@@ -308,7 +321,8 @@ class ChangeApplier:
             lake_cols = self.ddl.follow(t, shape, path, lake_cols)
             t = self.catalog.defs[(db, tbl)]
         cols = [c for c in lake_cols if c not in (START_AT, END_AT) and self.proj.selected(c, keys)]
-        merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
-        merge(self.store, self.proj, self.o, t, path, rows, cols, version)
-        return True
+        return Planned(w, t, path, cols)
 
+    def _merge(self, p: Planned) -> None:
+        merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
+        merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)

@@ -121,8 +121,12 @@ class Lake:
             conf.unset("spark.databricks.delta.write.txnAppId")
             conf.unset("spark.databricks.delta.write.txnVersion")
         if path is not None:
-            self._versions[path] = max(self._versions.get(path, -1), version)
+            self.committed(path, version)
         return out
+
+    def committed(self, path: str, version: int) -> None:
+        """This consumer's commit `version` of the table at `path` is in."""
+        self._versions[path] = max(self._versions.get(path, -1), version)
 
     def mark(self, path: str, version: int) -> None:
         """Record that a DDL is applied: a table property (a metadata-only commit, no Spark job)."""
@@ -198,6 +202,33 @@ class Lake:
         if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
             fs.delete(p, True)
         self._versions.pop(path, None)
+
+    def move_files(self, src: str, dst: str, name: Callable[[], str]) -> list[tuple[str, int, int]]:
+        """The Parquet files of folder `src` moved into `dst`, each under a new `name()`: (name, size,
+        modification time in ms) of each."""
+        fs, ps = self._fs(src)
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        out = []
+        if not fs.exists(ps):
+            return out
+        for st in fs.listStatus(ps):
+            if not st.getPath().getName().endswith(".parquet"):
+                continue
+            n = name()
+            target = jvm.org.apache.hadoop.fs.Path(dst, n)
+            if not fs.rename(st.getPath(), target):
+                raise ApplyError(f"cannot move {st.getPath()} to {target}")
+            moved = fs.getFileStatus(target)
+            out.append((n, int(moved.getLen()), int(moved.getModificationTime())))
+        return out
+
+    def remove_own(self, path: str) -> None:
+        """Remove a folder of the consumer's own (staging), never anything else."""
+        if not path.startswith(f"{self.layout.staging}/"):
+            raise ApplyError(f"{path} is not the consumer's own folder")
+        fs, p = self._fs(path)
+        if fs.exists(p):
+            fs.delete(p, True)
 
     def tables_of(self, db: str) -> list[str]:
         fs, p = self._fs(self.layout.database(db))

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from .projection import Projection
 
 
-def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path: str, rows: DataFrame,
-               cols: list[str], version: int) -> None:
-    """The last operation of each key, as flat typed columns, merged in one Delta commit.
+def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, cols: list[str],
+             group: tuple[str, ...] = ()) -> tuple[DataFrame, list[str], list[str], list[str]]:
+    """Each key's last operation (`__op`, typed key `__k*`, values `__v*`, `__h*`: whether the image holds the
+    column), per `group` column too (`multiwrite`: one table of many in a column).
 
     Built as two plain selects (key images written, keys deleted) rather than `ordering.ops`' array of structs
     exploded per change: the same operations and order, with the key typed before rows are grouped by it.
@@ -32,20 +33,31 @@ def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path
     vals = [f"__v{i}" for i in range(len(cols))]
     has = [f"__h{i}" for i in range(len(cols))]
     place, by = order(o)
+    carry = [F.col(g) for g in group]
     writes = rows.where("kind <> 'delete'").select(
-        *place, F.lit(1).alias("__r"), F.lit(UPSERT).alias("__op"), *typed_key(t, keys, key_names, o, "after"),
+        *carry, *place, F.lit(1).alias("__r"), F.lit(UPSERT).alias("__op"),
+        *typed_key(t, keys, key_names, o, "after"),
         *[proj.value(t, c, "after").alias(v) for c, v in zip(cols, vals, strict=True)],
         # a column the image lacks (only-output-updated-columns) keeps the table's value
         *[F.map_contains_key("after", c).alias(h) for c, h in zip(cols, has, strict=True)])
     # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
     gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
                       f"({key_changed(keys)}))").select(
-        *place, F.lit(delete_rank(o)).alias("__r"), F.lit(DELETE).alias("__op"),
+        *carry, *place, F.lit(delete_rank(o)).alias("__r"), F.lit(DELETE).alias("__op"),
         *typed_key(t, keys, key_names, o, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
         *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has])
     flat = writes.unionByName(gone, allowMissingColumns=False)
-    w = Window.partitionBy(*key_names).orderBy(*[F.col(n).desc() for n in by])
-    last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select("__op", *key_names, *vals, *has)
+    w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
+    last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select(
+        *group, "__op", *key_names, *vals, *has)
+    return last, key_names, vals, has
+
+
+def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path: str, rows: DataFrame,
+               cols: list[str], version: int) -> None:
+    """The last operation of each key (`last_ops`), as flat typed columns, merged in one Delta commit."""
+    keys = proj.keys(t)
+    last, key_names, vals, has = last_ops(proj, o, t, rows, cols)
     cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
     upd = {q(c): F.when(F.col(f"s.{h}"), F.col(f"s.{v}")).otherwise(F.col(f"t.{q(c)}"))
            for c, v, h in zip(cols, vals, has, strict=True)}

@@ -33,12 +33,16 @@ TableKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class TableWrite:
-    """Rows of one table, written as its commit `version`."""
+    """Rows of one table, written as its commit `version`: `rows`, which are also the rows of `window` of this
+    table with a commit ts in (`after`, `upto`] (None: unbounded), for `multiwrite` (no `window`: only `rows`)."""
 
     database: str
     table: str
     rows: DataFrame
     version: int
+    window: DataFrame | None = None
+    after: int | None = None
+    upto: int | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,8 @@ class WindowApplier:
             counts = schedule.tables_in_window(spans, lo, hi)
             if lap is not None:
                 lap("window")
-            self._write([TableWrite(db, tbl, window.where((F.col("database") == db) & (F.col("table") == tbl)), hi)
+            self._write([TableWrite(db, tbl, window.where((F.col("database") == db) & (F.col("table") == tbl)), hi,
+                                    window)
                          for db, tbl in sorted(counts)], rep)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
@@ -217,7 +222,9 @@ class WindowApplier:
                 if any_rows(table, start, upto, inclusive):
                     version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
                                                    step=step)
-                    work.append(TableWrite(db, tbl, window.where(cond), version))
+                    last = upto if inclusive else upto - 1
+                    work.append(TableWrite(db, tbl, window.where(cond), version,
+                                           window if keyed_batch is None else None, start, last))
                 done[table] = upto if inclusive else upto - 1
             return work
 

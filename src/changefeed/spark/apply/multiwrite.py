@@ -1,0 +1,159 @@
+"""Many small tables' writes of one window in one Spark job, then one driver-side Delta commit per table.
+
+A window of a changefeed over a whole database holds a few changes for each of many tables. A MERGE per table
+costs the same few Spark jobs and a Delta commit whatever its size, so the window's cost would follow the
+number of tables. Here the tables of one shape (the same lake columns and types, the same key, the same MySQL
+column types: one typing of their images) are written together: one job takes every table's last operation
+per key (`scd1.last_ops`, grouped by table too), joins it with the rows the tables hold (their files read at
+once, each file's table found by its name), and writes each table's new rows into its own folder of the
+lake's staging area. Each table then gets an ordinary Delta commit made on the driver (`deltalog`): its old
+files removed, the new ones added, this consumer's txn version; a replay skips a table already committed, as
+for a MERGE. Only SCD1 tables that are plain (no column mapping, deletion vectors, CDC files...) and small
+(`deltalog.MAX_TABLE_BYTES`) are written so: the whole table is rewritten, which costs less than a MERGE's
+fixed jobs only while it is small. Others keep their MERGE.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .deltalog import MAX_TABLE_BYTES, DeltaLogs, TableFiles, file_name, new_file_name
+from .options import q
+from .ordering import UPSERT
+from .scd1 import last_ops
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ...model import TableInfo
+    from .lake import Lake
+    from .options import ApplyOptions
+    from .projection import Projection
+    from .segments import TableWrite
+
+MIN_TABLES = 3  # fewer tables of one shape than this: each keeps its MERGE (nothing to share)
+TABLE = "__t"  # a table's index among those of one job
+_GLOB = set("*?[]{}\\")  # a folder named with these would be read as a pattern
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A table write ready to be made: its definition, its folder, and the lake columns it sets."""
+
+    write: TableWrite
+    t: TableInfo
+    path: str
+    cols: list[str]
+
+
+class MultiWriter:
+    def __init__(self, lake: Lake, proj: Projection, options: ApplyOptions) -> None:
+        self.lake = lake
+        self.proj = proj
+        self.o = options
+        self.logs = DeltaLogs(lake)
+
+    def forget(self, path: str) -> None:
+        """A table changed by something else than `write` (a DDL, a MERGE): its files are read again."""
+        self.logs.forget(path)
+
+    def groups(self, planned: list[Planned]) -> tuple[list[list[tuple[Planned, TableFiles]]], list[Planned]]:
+        """The writes that go together (per shape and window, at least `MIN_TABLES` of them), and the rest."""
+        if self.o.scd_type != 1 or len(planned) < MIN_TABLES:
+            return [], planned
+        by: dict[Any, list[tuple[Planned, TableFiles]]] = {}
+        rest: list[Planned] = []
+        for p in planned:
+            shape = self._shape(p)
+            tf = self.logs.files(p.path) if shape is not None else None
+            if shape is None or tf is None or tf.refused is not None or tf.size > MAX_TABLE_BYTES:
+                rest.append(p)
+                continue
+            by.setdefault((shape, tf.schema_json, id(p.write.window)), []).append((p, tf))
+        groups = []
+        for g in by.values():
+            if len(g) >= MIN_TABLES:
+                groups.append(g)
+            else:
+                rest += [p for p, _ in g]
+        return groups, rest
+
+    def _shape(self, p: Planned) -> tuple[Any, ...] | None:
+        """What must be equal for tables to share one job: columns, key, and how images are typed."""
+        if p.write.window is None or any(ch in p.path for ch in _GLOB):
+            return None
+        keys = self.proj.keys(p.t)
+        by = p.t.by_name
+        if any(c not in by for c in [*p.cols, *keys]):
+            return None  # a column only an older definition knows: typed per table
+        return tuple(p.cols), tuple(keys), tuple(repr(by[c].type) for c in p.cols)
+
+    def write(self, group: list[tuple[Planned, TableFiles]], committed: Callable[[str, int], None]) -> None:
+        """One job for the group's tables, then each table's commit (`committed(path, version)` after each)."""
+        spark = self.lake.spark
+        first = group[0][0]
+        t, cols = first.t, first.cols
+        keys = self.proj.keys(t)
+        schema = T.StructType.fromJson(json.loads(group[0][1].schema_json))
+        bounds = spark.createDataFrame(
+            [(p.write.database, p.write.table, i, p.write.after, p.write.upto) for i, (p, _) in enumerate(group)],
+            f"database string, table string, {TABLE} int, __lo long, __hi long")
+        window = first.write.window
+        assert window is not None  # noqa: S101 - `groups` keeps only writes with one
+        rows = window.join(F.broadcast(bounds), ["database", "table"]).where(
+            "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
+        last, key_names, vals, has = last_ops(self.proj, self.o, t, rows, cols, group=(TABLE,))
+        held = self._held(group, schema)
+        e, lo = held.alias("e"), last.alias("l")
+        cond = F.col(f"e.{TABLE}") == F.col(f"l.{TABLE}")
+        for k, n in zip(keys, key_names, strict=True):
+            cond &= F.col(f"e.{q(k)}").eqNullSafe(F.col(f"l.{n}"))
+        op = F.col("l.__op")
+        out = [F.coalesce(F.col(f"l.{TABLE}"), F.col(f"e.{TABLE}")).alias(TABLE)]
+        for f in schema.fields:
+            old = F.col(f"e.{q(f.name)}")
+            if f.name in keys:
+                v = F.coalesce(F.col(f"l.{key_names[keys.index(f.name)]}"), old)
+            elif f.name in cols:
+                i = cols.index(f.name)
+                v = F.when(op.isNull(), old).when(F.col(f"l.{has[i]}"), F.col(f"l.{vals[i]}")).otherwise(old)
+            else:
+                v = old
+            v = v.cast(f.dataType)
+            if not f.nullable:  # Delta's own writers refuse a NULL there: so does this one
+                v = F.when(v.isNull(), F.raise_error(F.lit(f"NOT NULL column {f.name} would hold NULL"))).otherwise(v)
+            out.append(v.alias(f.name))
+        result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
+        stage = f"{self.lake.layout.staging}/{uuid.uuid4().hex}"
+        result.repartition(TABLE).write.partitionBy(TABLE).parquet(stage)
+        try:
+            for i, (p, tf) in enumerate(group):
+                added = self.lake.move_files(f"{stage}/{TABLE}={i}", p.path, new_file_name)
+                self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id)
+                committed(p.path, p.write.version)
+        finally:
+            self.lake.remove_own(stage)
+
+    def _held(self, group: list[tuple[Planned, TableFiles]], schema: T.StructType) -> DataFrame:
+        """The rows the group's tables hold now, each with its table's index (found by its file's name)."""
+        spark = self.lake.spark
+        paths, names = [], []
+        for i, (p, tf) in enumerate(group):
+            for rel in tf.files:
+                paths.append(f"{p.path}/{unquote(rel)}")
+                names.append((file_name(rel), i))
+        with_t = T.StructType([*schema.fields, T.StructField(TABLE, T.IntegerType())])
+        if not paths:
+            return spark.createDataFrame([], with_t)
+        which = spark.createDataFrame(names, f"__f string, {TABLE} int")
+        return (spark.read.schema(schema).parquet(*paths)
+                .select("*", F.col("_metadata.file_name").alias("__f"))
+                .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
