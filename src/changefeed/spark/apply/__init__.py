@@ -279,7 +279,7 @@ class ChangeApplier:
         planned = [p for p in self._each(self._plan, work) if p is not None]
         groups, rest = self.multi.groups(planned)
         for g in groups:
-            self.multi.write(g, self.store.committed)
+            self.multi.write(g, self.store.committed, self._each)
         self._each(self._merge, rest)
         return [(p.write.database, p.write.table) for p in planned]
 

@@ -172,8 +172,9 @@ class DdlApplier:
         self.proj = projection
         self.upgrades: list[features.Upgrade] = []  # Delta features turned on during this micro-batch
 
-    def create(self, t: TableInfo, path: str) -> None:
-        self.lake.create_table(path, lambda: self.proj.schema(t))
+    def create(self, t: TableInfo, path: str, version: int | None = None) -> None:
+        """The table, unless the lake has it; `version`: created by a DDL, marked applied in the same commit."""
+        self.lake.create_table(path, lambda: self.proj.schema(t), version)
 
     def apply(self, d: Ddl, version: int) -> None:
         """A DDL applied as the table's commit `version`; a failure stops the consumer, or with
@@ -233,8 +234,7 @@ class DdlApplier:
                     lake.with_txn(version, lambda: lake.sql(
                         f"UPDATE delta.`{path}` SET {q(END_AT)} = {d.commit_ts} WHERE {q(END_AT)} IS NULL"), path)
             elif d.after is not None and d.after.columns:  # the rows before it were not written (segments.py)
-                self.create(d.after, path)
-                lake.mark(path, version)
+                self.create(d.after, path, version)
             return
         if d.after is None or not d.after.columns:
             if changes_columns(a) and self.o.ddl_definitions and lake.exists(path):
@@ -242,8 +242,7 @@ class DdlApplier:
                                  "the stream gave no table definition after it (the decoder did not know the table)")
             return  # nothing in the lake depends on it (an index, a comment ...)
         if not lake.exists(path):
-            self.create(d.after, path)
-            lake.mark(path, version)
+            self.create(d.after, path, version)
             return
         self.reconcile(d, path, version)
 

@@ -86,7 +86,11 @@ class DeltaLogs:
             return kept
         meta = orjson.loads(snap.metadata().json())["metaData"]
         protocol = orjson.loads(snap.protocol().json())["protocol"]
-        adds = [orjson.loads(j) for j in snap.allFiles().toJSON().collectAsList()]
+        kept_files = from_checksum(jvm, snap, "allFiles")
+        if kept_files is not None:
+            adds = [orjson.loads(a.json())["add"] for a in kept_files]
+        else:  # not in the checksum (a big table, a schema change): the snapshot's state, one small job
+            adds = [orjson.loads(j) for j in snap.allFiles().toJSON().collectAsList()]
         tf = TableFiles(version, meta["schemaString"], {a["path"]: int(a["size"]) for a in adds},
                         _refusal(protocol, meta, adds))
         self._files[path] = tf
@@ -116,10 +120,32 @@ class DeltaLogs:
         batch = jvm.java.util.ArrayList()
         for a in actions:
             batch.add(parse(orjson.dumps(a).decode()))
-        ops = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$ManualUpdate$").__getattr__("MODULE$")
-        committed = int(txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq(), ops))
+        # the operation is what Delta's own overwrite records (every file replaced): not ManualUpdate, for which
+        # Delta derives no checksum and rebuilds the table's state in several Spark jobs after each commit
+        none = jvm.scala.Option.empty()
+        op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write")(
+            jvm.org.apache.spark.sql.SaveMode.Overwrite, none, none, none)
+        committed = int(txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq(), op))
         self._files[path] = TableFiles(committed, before.schema_json,
                                        {quote(n): s for n, s, _ in added}, None)
+
+
+def from_checksum(jvm: Any, snapshot: Any, field: str) -> list[Any] | None:
+    """A list Delta keeps in the version's checksum file (`allFiles` for small tables, `setTransactions`), read
+    without the Spark job Delta 4.0's own accessors run to rebuild the table's state; None when the checksum
+    does not hold it (or this Delta has no such field: the caller then asks the snapshot)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        crc = snapshot.checksumOpt()
+        if not crc.isDefined():
+            return None
+        value = getattr(crc.get(), field)()
+        if not value.isDefined():
+            return None
+        return list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(value.get()))
+    except Py4JError:
+        return None
 
 
 def new_file_name() -> str:

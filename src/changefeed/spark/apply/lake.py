@@ -17,6 +17,7 @@ import orjson
 from ...errors import ApplyError
 from .. import table_features as features
 from ..layout import LakeLayout
+from .deltalog import from_checksum
 from .options import sql_string
 
 if TYPE_CHECKING:
@@ -101,8 +102,12 @@ class Lake:
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         none = jvm.scala.Option.empty()
         snap = self._jvm_log(path).update(False, none, none)
-        v = snap.transactions().get(self.app_id)
-        txn = int(v.get()) if v.isDefined() else -1
+        kept = from_checksum(jvm, snap, "setTransactions")
+        if kept is not None:  # from the version's checksum file: no Spark job
+            txn = max((int(t.version()) for t in kept if t.appId() == self.app_id), default=-1)
+        else:
+            v = snap.transactions().get(self.app_id)
+            txn = int(v.get()) if v.isDefined() else -1
         prop = snap.metadata().configuration().get(self.ddl_property)
         return max(txn, int(prop.get()) if prop.isDefined() else -1)
 
@@ -156,8 +161,9 @@ class Lake:
             source.unpersist()
 
     # --- creating, moving, dropping -------------------------------------------------------------
-    def create_table(self, path: str, schema_of: Callable[[], Any]) -> None:
-        """A Delta table of the schema `schema_of()` gives at `path`, unless there is one."""
+    def create_table(self, path: str, schema_of: Callable[[], Any], version: int | None = None) -> None:
+        """A Delta table of the schema `schema_of()` gives at `path`, unless there is one; `version`: the DDL
+        that creates it, recorded as applied in the same commit (see `mark`)."""
         if self.exists(path):
             return
         from delta.tables import DeltaTable
@@ -166,7 +172,11 @@ class Lake:
         b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
         for k, v in features.creation_properties(schema.fieldNames()).items():  # plain unless a name needs more
             b = b.property(k, v)
+        if version is not None:
+            b = b.property(self.ddl_property, str(version))
         b.execute()
+        if version is not None:
+            self.committed(path, version)
 
     def create_log(self, path: str, schema: Any, stats: str) -> None:
         """An append-only table of the consumer's, with file statistics only on the columns its readers filter

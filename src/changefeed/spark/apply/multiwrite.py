@@ -96,8 +96,10 @@ class MultiWriter:
             return None  # a column only an older definition knows: typed per table
         return tuple(p.cols), tuple(keys), tuple(repr(by[c].type) for c in p.cols)
 
-    def write(self, group: list[tuple[Planned, TableFiles]], committed: Callable[[str, int], None]) -> None:
-        """One job for the group's tables, then each table's commit (`committed(path, version)` after each)."""
+    def write(self, group: list[tuple[Planned, TableFiles]], committed: Callable[[str, int], None],
+              each: Callable[[Callable[[Any], Any], list[Any]], Any]) -> None:
+        """One job for the group's tables, then each table's commit (`committed(path, version)` after each),
+        through `each` (a map, perhaps over a thread pool)."""
         spark = self.lake.spark
         first = group[0][0]
         t, cols = first.t, first.cols
@@ -134,11 +136,15 @@ class MultiWriter:
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
         stage = f"{self.lake.layout.staging}/{uuid.uuid4().hex}"
         result.repartition(TABLE).write.partitionBy(TABLE).parquet(stage)
+
+        def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
+            i, (p, tf) = item
+            added = self.lake.move_files(f"{stage}/{TABLE}={i}", p.path, new_file_name)
+            self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id)
+            committed(p.path, p.write.version)
+
         try:
-            for i, (p, tf) in enumerate(group):
-                added = self.lake.move_files(f"{stage}/{TABLE}={i}", p.path, new_file_name)
-                self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id)
-                committed(p.path, p.write.version)
+            each(commit, list(enumerate(group)))  # driver work only (a rename, a commit): several at once
         finally:
             self.lake.remove_own(stage)
 
