@@ -114,9 +114,9 @@ def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: P
     from delta.tables import DeltaTable
     from deltalake import DeltaTable as RsTable
 
-    # the shared job wrote these tables (its commits are Delta's "Manual Update"; a MERGE's are "MERGE")
+    # the shared job wrote these tables (its commits are Delta's overwrite, "WRITE"; a MERGE's are "MERGE")
     ops = {r["operation"] for r in DeltaTable.forPath(spark, str(lake / "shop" / "a0")).history().collect()}
-    assert "Manual Update" in ops, ops
+    assert "WRITE" in ops, ops
     for name in ("a0", "a1", "b2"):
         path = str(lake / "shop" / name)
         ours = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())

@@ -299,7 +299,11 @@ class ChangeApplier:
     def _apply_ddls(self, steps: list[DdlStep]) -> None:
         """DDL steps of different tables (`segments.ddl_groups`), one after another: their writes before them
         went at once; the DDL themselves stay sequential (Delta features turned on from several sessions at
-        once are not something this consumer has been shown to get right)."""
+        once are not something this consumer has been shown to get right), except a run of CREATE TABLE."""
+        if len(steps) > 1 and all(s.ddl.ddl_type == "ActionCreateTable" for s in steps):
+            # new tables, each its own: created at once (a database's tables arrive as a run of these)
+            self._each(lambda s: self.ddl.apply(s.ddl, s.version), steps)
+            return
         for s in steps:
             self.ddl.apply(s.ddl, s.version)
 

@@ -96,6 +96,27 @@ class DeltaLogs:
         self._files[path] = tf
         return tf
 
+    def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
+        """A plain table (protocol 1/2, no features) of that schema and properties, made as Delta's CREATE TABLE
+        commit, from the driver: what `DeltaTable.createIfNotExists` writes, without its planning. False: a
+        table is already there."""
+        jvm = self._jvm()
+        txn = self._log(path).startTransaction()
+        if int(txn.readVersion()) >= 0:
+            return False
+        parse = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+        meta = parse(orjson.dumps({"metaData": {
+            "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
+            "partitionColumns": [], "configuration": configuration, "createdTime": int(time.time() * 1000)}}).decode())
+        protocol = parse('{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}')
+        batch = jvm.java.util.ArrayList()
+        batch.add(meta)
+        batch.add(protocol)
+        none = jvm.scala.Option.empty()
+        op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$CreateTable")(meta, False, False, none)
+        txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq(), op)
+        return True
+
     def forget(self, path: str) -> None:
         self._files.pop(path, None)
 

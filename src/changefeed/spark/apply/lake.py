@@ -17,7 +17,7 @@ import orjson
 from ...errors import ApplyError
 from .. import table_features as features
 from ..layout import LakeLayout
-from .deltalog import from_checksum
+from .deltalog import DeltaLogs, from_checksum
 from .options import sql_string
 
 if TYPE_CHECKING:
@@ -43,6 +43,16 @@ def read_json_files(spark: SparkSession, folder: str, prefix: str, *, last: bool
     return out
 
 
+def _plain(dt: Any) -> bool:
+    """A type a protocol-1/2 Delta table holds (others, such as TIMESTAMP_NTZ, need a table feature, which
+    Delta's CREATE TABLE turns on by itself)."""
+    from pyspark.sql import types as T
+
+    return isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.StringType, T.BinaryType,
+                           T.BooleanType, T.DoubleType, T.FloatType, T.DecimalType, T.DateType, T.TimestampType)) \
+        and not isinstance(dt, T.TimestampNTZType) and getattr(dt, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+
+
 class Lake:
     """One lake, for one consumer (app id): paths, Delta tables, their versions, and the file system."""
 
@@ -52,6 +62,8 @@ class Lake:
         self.layout = LakeLayout(lake)
         self.app_id = app_id
         self._versions: dict[str, int] = {}  # per table path: the version it is complete up to (memory only)
+        self._tables: set[str] = set()  # paths known to hold a Delta table (made or seen by create_table)
+        self.logs = DeltaLogs(self)  # driver-side commits (creating plain tables, `multiwrite`)
 
     @property
     def spark(self) -> SparkSession:
@@ -164,17 +176,24 @@ class Lake:
     def create_table(self, path: str, schema_of: Callable[[], Any], version: int | None = None) -> None:
         """A Delta table of the schema `schema_of()` gives at `path`, unless there is one; `version`: the DDL
         that creates it, recorded as applied in the same commit (see `mark`)."""
+        if path in self._tables:
+            return
         if self.exists(path):
+            self._tables.add(path)
             return
         from delta.tables import DeltaTable
 
         schema = schema_of()
-        b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
-        for k, v in features.creation_properties(schema.fieldNames()).items():  # plain unless a name needs more
-            b = b.property(k, v)
-        if version is not None:
-            b = b.property(self.ddl_property, str(version))
-        b.execute()
+        props = features.creation_properties(schema.fieldNames())  # plain unless a name needs more
+        marks = {self.ddl_property: str(version)} if version is not None else {}
+        if props or not all(_plain(f.dataType) for f in schema.fields):
+            b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+            for k, v in {**props, **marks}.items():
+                b = b.property(k, v)
+            b.execute()
+        else:  # the same commit, made without planning a CREATE TABLE statement (a database's tables: many)
+            self.logs.create(path, schema.json(), marks)
+        self._tables.add(path)
         if version is not None:
             self.committed(path, version)
 
@@ -203,6 +222,9 @@ class Lake:
                 return False
             self._versions.pop(src, None)
             self._versions.pop(dst, None)
+            for p in (src, dst):
+                self._tables.discard(p)
+                self.logs.forget(p)
         return True
 
     def drop(self, path: str) -> None:
@@ -212,6 +234,8 @@ class Lake:
         if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
             fs.delete(p, True)
         self._versions.pop(path, None)
+        self._tables.discard(path)
+        self.logs.forget(path)
 
     def move_files(self, src: str, dst: str, name: Callable[[], str]) -> list[tuple[str, int, int]]:
         """The Parquet files of folder `src` moved into `dst`, each under a new `name()`: (name, size,

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .deltalog import MAX_TABLE_BYTES, DeltaLogs, TableFiles, file_name, new_file_name
+from .deltalog import MAX_TABLE_BYTES, TableFiles, file_name, new_file_name
 from .options import q
 from .ordering import UPSERT
 from .scd1 import last_ops
@@ -59,11 +59,7 @@ class MultiWriter:
         self.lake = lake
         self.proj = proj
         self.o = options
-        self.logs = DeltaLogs(lake)
-
-    def forget(self, path: str) -> None:
-        """A table changed by something else than `write` (a DDL, a MERGE): its files are read again."""
-        self.logs.forget(path)
+        self.logs = lake.logs
 
     def groups(self, planned: list[Planned]) -> tuple[list[list[tuple[Planned, TableFiles]]], list[Planned]]:
         """The writes that go together (per shape and window, at least `MIN_TABLES` of them), and the rest."""
@@ -94,7 +90,7 @@ class MultiWriter:
         by = p.t.by_name
         if any(c not in by for c in [*p.cols, *keys]):
             return None  # a column only an older definition knows: typed per table
-        return tuple(p.cols), tuple(keys), tuple(repr(by[c].type) for c in p.cols)
+        return tuple(p.cols), tuple(keys), tuple(repr(by[c].type) for c in [*p.cols, *keys])
 
     def write(self, group: list[tuple[Planned, TableFiles]], committed: Callable[[str, int], None],
               each: Callable[[Callable[[Any], Any], list[Any]], Any]) -> None:
