@@ -52,3 +52,25 @@ def test_from_avro_reads_what_fastavro_wrote(spark):
         blobs.append((buf.getvalue(),))
     df = spark.createDataFrame(blobs, "b binary").select(from_avro("b", schema).alias("r"))
     assert sorted((r.r.id, r.r.s) for r in df.collect()) == [(-2, None), (1, "a")]
+
+
+def test_local_files_are_written_without_starting_processes(spark, tmp_path):
+    """scripts/niofs (built by the set-up): Hadoop's local file system without the `chmod`/`readlink` processes
+    it starts for each file and each Delta log rename when libhadoop is absent; the files keep the usual modes."""
+    import os
+    import stat
+
+    jvm = spark._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), spark._jsc.hadoopConfiguration())
+    assert fs.getRawFileSystem().getClass().getName() == "changefeed.niofs.NioRawLocalFileSystem", \
+        "the session does not use scripts/niofs: did ./scripts/setup build .cache/niofs (it needs a JDK)?"
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, "a")], "id long, v string")
+    df.write.format("delta").save(path)
+    for _ in range(10):  # ten commits: each a data file, a log file and a checksum file, created and renamed
+        df.write.format("delta").mode("append").save(path)
+    assert spark.read.format("delta").load(path).count() == 11
+    log = tmp_path / "t" / "_delta_log"
+    modes = {stat.S_IMODE(os.stat(p).st_mode) for p in [*log.glob("*.json"), *(tmp_path / "t").glob("*.parquet")]}
+    assert modes == {0o644}, modes
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o755

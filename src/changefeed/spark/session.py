@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[3]
 JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jars"))
+NIOFS = ROOT / ".cache" / "niofs"  # scripts/niofs/build puts its jar here
 
 SMALL_MACHINE = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -50,6 +51,24 @@ def connector_jars(folder: Path = JARS) -> list[Path]:
     return sorted(folder.glob("*.jar"))
 
 
+def niofs_conf(folder: Path = NIOFS) -> dict[str, str]:
+    """The settings that give Spark's JVM the local file system of scripts/niofs (java.nio where Hadoop would start
+    a `chmod` or `readlink` process, without libhadoop: most of a small Delta commit's time, bench/RESULTS.md),
+    when the set-up built it. Only for a JVM this process starts (a class path is fixed at launch); executors
+    find the jar at the same path (the project's own cluster runs on this machine)."""
+    if os.environ.get("CHANGEFEED_NIOFS") == "0" or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return {}
+    from pyspark import SparkContext
+
+    jars = sorted(folder.glob("niofs-*.jar"))
+    if not jars or SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
+        return {}
+    jar = str(jars[-1])
+    return {"spark.hadoop.fs.file.impl": "changefeed.niofs.NioLocalFileSystem",
+            "spark.hadoop.fs.AbstractFileSystem.file.impl": "changefeed.niofs.NioLocalFs",
+            "spark.driver.extraClassPath": jar, "spark.executor.extraClassPath": jar}
+
+
 def spark_session(master: str | None = None, app_name: str = "changefeed",
                   conf: dict[str, str] | None = None) -> SparkSession:
     """The active session if there is one, else a new one with Delta, Kafka and Avro on its classpath."""
@@ -61,7 +80,8 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
     builder = SparkSession.builder.appName(app_name)
     if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit, its --master stands
         builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
-    settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **(conf or {})}
+    settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **niofs_conf(),
+                **(conf or {})}
     for k, v in settings.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()

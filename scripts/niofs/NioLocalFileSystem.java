@@ -1,4 +1,4 @@
-package niofs;
+package changefeed.niofs;
 
 import org.apache.hadoop.fs.LocalFileSystem;
 

@@ -1,4 +1,4 @@
-package niofs;
+package changefeed.niofs;
 
 import java.io.DataOutput;
 import java.io.File;
