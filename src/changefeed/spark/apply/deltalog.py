@@ -72,7 +72,18 @@ class DeltaLogs:
         return self.lake.spark._jvm  # type: ignore[attr-defined]
 
     def _log(self, path: str) -> Any:
-        return self._jvm().org.apache.spark.sql.delta.DeltaLog.forTable(self.lake.spark._jsparkSession, path)  # type: ignore[attr-defined]
+        return self.lake._jvm_log(path)
+
+    def _seq(self, actions: list[Any]) -> Any:
+        """Delta actions (dicts as in the log, or parsed ones) as the Scala Seq `commit` takes."""
+        jvm = self._jvm()
+        batch = jvm.java.util.ArrayList()
+        for a in actions:
+            batch.add(a if not isinstance(a, dict) else self._action(a))
+        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq()
+
+    def _action(self, action: dict[str, Any]) -> Any:
+        return self._jvm().org.apache.spark.sql.delta.actions.Action.fromJson(orjson.dumps(action).decode())
 
     def files(self, path: str) -> TableFiles:
         """The table's files at its latest version: kept from this consumer's last commit when the log has not
@@ -104,17 +115,13 @@ class DeltaLogs:
         txn = self._log(path).startTransaction()
         if int(txn.readVersion()) >= 0:
             return False
-        parse = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
-        meta = parse(orjson.dumps({"metaData": {
+        meta = self._action({"metaData": {
             "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
-            "partitionColumns": [], "configuration": configuration, "createdTime": int(time.time() * 1000)}}).decode())
-        protocol = parse('{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}')
-        batch = jvm.java.util.ArrayList()
-        batch.add(meta)
-        batch.add(protocol)
+            "partitionColumns": [], "configuration": configuration, "createdTime": int(time.time() * 1000)}})
+        protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
         none = jvm.scala.Option.empty()
         op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$CreateTable")(meta, False, False, none)
-        txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq(), op)
+        txn.commit(self._seq([meta, protocol]), op)
         return True
 
     def forget(self, path: str) -> None:
@@ -137,16 +144,12 @@ class DeltaLogs:
             self.forget(path)
             raise ApplyError(f"{path}: the table moved from version {before.version} to {txn.readVersion()} while "
                              "this consumer rewrote it (another writer?)")
-        parse = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
-        batch = jvm.java.util.ArrayList()
-        for a in actions:
-            batch.add(parse(orjson.dumps(a).decode()))
         # the operation is what Delta's own overwrite records (every file replaced): not ManualUpdate, for which
         # Delta derives no checksum and rebuilds the table's state in several Spark jobs after each commit
         none = jvm.scala.Option.empty()
         op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write")(
             jvm.org.apache.spark.sql.SaveMode.Overwrite, none, none, none)
-        committed = int(txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq(), op))
+        committed = int(txn.commit(self._seq(actions), op))
         self._files[path] = TableFiles(committed, before.schema_json,
                                        {quote(n): s for n, s, _ in added}, None)
 

@@ -50,7 +50,7 @@ def _plain(dt: Any) -> bool:
 
     return isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.StringType, T.BinaryType,
                            T.BooleanType, T.DoubleType, T.FloatType, T.DecimalType, T.DateType, T.TimestampType)) \
-        and not isinstance(dt, T.TimestampNTZType) and getattr(dt, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+        and getattr(dt, "collation", "UTF8_BINARY") == "UTF8_BINARY"
 
 
 class Lake:
