@@ -3,31 +3,31 @@ bookkeeping is all in their AddFile/RemoveFile actions."""
 
 from __future__ import annotations
 
-from changefeed.spark.apply.deltalog import _refusal, file_name
+from changefeed.spark.apply.deltalog import file_name, refusal
 
 PLAIN = {"minReaderVersion": 1, "minWriterVersion": 2}
 
 
 def test_a_plain_table_may_be_rewritten() -> None:
-    assert _refusal(PLAIN, {"partitionColumns": [], "configuration": {"changefeed.app.ddlVersion": "7"}},
+    assert refusal(PLAIN, {"partitionColumns": [], "configuration": {"changefeed.app.ddlVersion": "7"}},
                     [{"path": "a.parquet"}]) is None
 
 
 def test_tables_with_what_only_deltas_writers_keep_are_refused() -> None:
-    assert _refusal({"minReaderVersion": 3, "minWriterVersion": 7}, {}, []) == "table features"
-    assert _refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {}, []) == "table features"
-    assert _refusal(PLAIN, {"partitionColumns": ["d"]}, []) == "partitioned"
-    assert _refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "true"}}, []) \
+    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7}, {}, []) == "table features"
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {}, []) == "table features"
+    assert refusal(PLAIN, {"partitionColumns": ["d"]}, []) == "partitioned"
+    assert refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "true"}}, []) \
         == "delta.enableChangeDataFeed"
-    assert _refusal(PLAIN, {"configuration": {"delta.appendOnly": "true"}}, []) == "delta.appendOnly"
-    assert _refusal(PLAIN, {"configuration": {"delta.constraints.pos": "id > 0"}}, []) == "delta.constraints.pos"
-    assert _refusal(PLAIN, {"configuration": {"delta.columnMapping.mode": "name"}}, []) \
+    assert refusal(PLAIN, {"configuration": {"delta.appendOnly": "true"}}, []) == "delta.appendOnly"
+    assert refusal(PLAIN, {"configuration": {"delta.constraints.pos": "id > 0"}}, []) == "delta.constraints.pos"
+    assert refusal(PLAIN, {"configuration": {"delta.columnMapping.mode": "name"}}, []) \
         == "delta.columnMapping.mode"
-    assert _refusal(PLAIN, {}, [{"path": "a", "deletionVector": {"storageType": "u"}}]) == "deletion vectors"
+    assert refusal(PLAIN, {}, [{"path": "a", "deletionVector": {"storageType": "u"}}]) == "deletion vectors"
 
 
-def test_settings_that_change_nothing_for_a_writer_are_not_refusals() -> None:
-    assert _refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "false",
+def test_settings_that_change_nothing_for_a_writer_are_notrefusals() -> None:
+    assert refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "false",
                                               "delta.columnMapping.mode": "none"}}, []) is None
 
 

@@ -319,7 +319,7 @@ class ChangeApplier:
         # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
         # messages of the same micro-batch (a column renamed after them still has its old name in the lake)
         keys = set(self.proj.keys(t))
-        lake_cols = self.store.read(path).columns
+        lake_cols = self.store.columns(path)
         shape = self.catalog.drift.pop((db, tbl), None)
         if shape is not None:
             lake_cols = self.ddl.follow(t, shape, path, lake_cols)

@@ -1,29 +1,29 @@
 """A Delta table's log read and written from the driver, without a Spark job: what `multiwrite` needs.
 
 A table written by `multiwrite` gets its data files from one Spark job shared by many tables; its commit is
-then only actions (remove the files it rewrote, add the new ones, this consumer's txn version), made here
-through Delta's own `OptimisticTransaction`, so Delta keeps writing its checksums and checkpoints and every
-reader sees an ordinary commit. Which files a table holds is read from its snapshot once and then followed
-through this consumer's own commits (a table whose log moved on since is read again).
+then only actions (remove the files it rewrote, add the new ones, this consumer's txn version), made here as an
+ordinary Delta commit (Delta's WRITE, mode overwrite) that every reader follows. Two ways to make it: delta-rs
+(`log_rs`) on a local lake, Delta's own `OptimisticTransaction` through py4j (`log_jvm`) on any other file
+system. Which files a table holds is read once and then followed through this consumer's own commits (a table
+whose log moved on since is read again).
 """
 
 from __future__ import annotations
 
-import time
+import os
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote, unquote, urlparse
 
 import orjson
-
-from ...errors import ApplyError
 
 if TYPE_CHECKING:
     from .lake import Lake
 
 # files a rewrite may read and write again in one micro-batch: a table bigger than this keeps its MERGE
 MAX_TABLE_BYTES = 64 << 20
+DELTA_RS = "CHANGEFEED_DELTA_RS"  # 0: commit through the JVM on a local lake too
 
 
 @dataclass
@@ -41,7 +41,7 @@ class TableFiles:
         return sum(self.files.values())
 
 
-def _refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[str, Any]]) -> str | None:
+def refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[str, Any]]) -> str | None:
     """Why a table's files cannot simply be rewritten by another writer: a feature whose bookkeeping only
     Delta's own writers keep (column mapping's physical names, deletion vectors, CDC files, type widening,
     constraints, partitions...). Plain tables, the ones `lake.create_table` makes, have none."""
@@ -61,68 +61,94 @@ def _refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict
     return None
 
 
+class LogWriter(Protocol):
+    """One way to read and commit a table's log from the driver (`log_rs`, `log_jvm`)."""
+
+    def read(self, path: str, kept: TableFiles | None) -> TableFiles: ...
+    def txn_version(self, path: str, app_id: str, prop: str) -> int: ...
+    def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool: ...
+    def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
+               app_id: str) -> int: ...
+
+
+def local_folder(path: str, default_fs: str = "file:///") -> str | None:
+    """The local folder of a lake path (a file: URI, or a path without a scheme while Hadoop's default file
+    system is the local one), None on any other file system."""
+    u = urlparse(path)
+    if u.scheme == "":
+        return path if urlparse(default_fs).scheme == "file" else None
+    return unquote(u.path) if u.scheme == "file" and u.netloc in ("", "localhost") else None
+
+
 class DeltaLogs:
-    """The driver's view of the Delta logs `multiwrite` commits to."""
+    """The driver's view of the Delta logs it commits to."""
 
     def __init__(self, lake: Lake) -> None:
+        from .log_jvm import JvmLog
+
         self.lake = lake
         self._files: dict[str, TableFiles] = {}  # per table path, as of this consumer's last look or commit
+        self._jvm: LogWriter = JvmLog(lake)
+        self._rs: LogWriter | None = None
+        self._default_fs = "file:///"
+        if os.environ.get(DELTA_RS, "1") != "0":
+            try:
+                from .log_rs import RustLog
 
-    def _jvm(self) -> Any:
-        return self.lake.spark._jvm  # type: ignore[attr-defined]
+                self._rs = RustLog()
+            except ImportError:  # no deltalake: every commit goes through the JVM
+                self._rs = None
+            else:
+                conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+                self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
 
-    def _log(self, path: str) -> Any:
-        return self.lake._jvm_log(path)
-
-    def _seq(self, actions: list[Any]) -> Any:
-        """Delta actions (dicts as in the log, or parsed ones) as the Scala Seq `commit` takes."""
-        jvm = self._jvm()
-        batch = jvm.java.util.ArrayList()
-        for a in actions:
-            batch.add(a if not isinstance(a, dict) else self._action(a))
-        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(batch).toSeq()
-
-    def _action(self, action: dict[str, Any]) -> Any:
-        return self._jvm().org.apache.spark.sql.delta.actions.Action.fromJson(orjson.dumps(action).decode())
+    def _writer(self, path: str) -> tuple[LogWriter, str]:
+        folder = local_folder(path, self._default_fs) if self._rs is not None else None
+        if folder is not None and self._rs is not None:
+            return self._rs, folder
+        return self._jvm, path
 
     def files(self, path: str) -> TableFiles:
-        """The table's files at its latest version: kept from this consumer's last commit when the log has not
-        moved since, else read from the snapshot (one small Spark job)."""
-        jvm = self._jvm()
-        none = jvm.scala.Option.empty()
-        snap = self._log(path).update(False, none, none)
-        version = int(snap.version())
+        """The table's files at its latest version (kept from this consumer's last look or commit when the log
+        has not moved since)."""
+        w, where = self._writer(path)
         kept = self._files.get(path)
-        if kept is not None and kept.version == version:
-            return kept
-        meta = orjson.loads(snap.metadata().json())["metaData"]
-        protocol = orjson.loads(snap.protocol().json())["protocol"]
-        kept_files = from_checksum(jvm, snap, "allFiles")
-        if kept_files is not None:
-            adds = [orjson.loads(a.json())["add"] for a in kept_files]
-        else:  # not in the checksum (a big table, a schema change): the snapshot's state, one small job
-            adds = [orjson.loads(j) for j in snap.allFiles().toJSON().collectAsList()]
-        tf = TableFiles(version, meta["schemaString"], {a["path"]: int(a["size"]) for a in adds},
-                        _refusal(protocol, meta, adds))
+        try:
+            tf = w.read(where, kept)
+        except Exception:  # noqa: BLE001 - a table delta-rs cannot read (a reader feature it lacks): Delta can
+            if w is self._jvm:
+                raise
+            tf = self._jvm.read(path, kept)
         self._files[path] = tf
         return tf
 
+    def columns(self, path: str) -> list[str] | None:
+        """The table's column names when delta-rs reads its log (None: ask Spark)."""
+        w, _ = self._writer(path)
+        if w is self._jvm:
+            return None
+        try:
+            tf = self.files(path)
+        except Exception:  # noqa: BLE001 - no table there, or one neither can read: Spark says why
+            return None
+        return [f["name"] for f in orjson.loads(tf.schema_json)["fields"]]
+
+    def txn_version(self, path: str, app_id: str, prop: str) -> int:
+        """The consumer's txnVersion in the table, or the DDL version in its property `prop`, the higher."""
+        w, where = self._writer(path)
+        try:
+            return w.txn_version(where, app_id, prop)
+        except Exception:  # noqa: BLE001 - as in `files`
+            if w is self._jvm:
+                raise
+            return self._jvm.txn_version(path, app_id, prop)
+
     def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
-        """A plain table (protocol 1/2, no features) of that schema and properties, made as Delta's CREATE TABLE
-        commit, from the driver: what `DeltaTable.createIfNotExists` writes, without its planning. False: a
-        table is already there."""
-        jvm = self._jvm()
-        txn = self._log(path).startTransaction()
-        if int(txn.readVersion()) >= 0:
-            return False
-        meta = self._action({"metaData": {
-            "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
-            "partitionColumns": [], "configuration": configuration, "createdTime": int(time.time() * 1000)}})
-        protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
-        none = jvm.scala.Option.empty()
-        op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$CreateTable")(meta, False, False, none)
-        txn.commit(self._seq([meta, protocol]), op)
-        return True
+        """A plain table (protocol 1/2, no features) of that schema and properties, as Delta's CREATE TABLE
+        commit; False: a table is already there."""
+        w, where = self._writer(path)
+        self.forget(path)
+        return w.create(where, schema_json, configuration)
 
     def forget(self, path: str) -> None:
         self._files.pop(path, None)
@@ -131,45 +157,13 @@ class DeltaLogs:
                app_id: str) -> None:
         """Replace every file of `before` by `added` (name in the table's folder, size, modification time), as
         this consumer's commit `version`, in one Delta commit on top of `before.version`."""
-        jvm = self._jvm()
-        now = int(time.time() * 1000)
-        actions: list[dict[str, Any]] = [
-            {"remove": {"path": p, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                        "partitionValues": {}, "size": size}} for p, size in before.files.items()]
-        actions += [{"add": {"path": quote(name), "partitionValues": {}, "size": size, "modificationTime": mtime,
-                             "dataChange": True}} for name, size, mtime in added]
-        actions.append({"txn": {"appId": app_id, "version": version, "lastUpdated": now}})
-        txn = self._log(path).startTransaction()
-        if int(txn.readVersion()) != before.version:
+        w, where = self._writer(path)
+        try:
+            committed = w.commit(where, before, added, version, app_id)
+        except Exception:
             self.forget(path)
-            raise ApplyError(f"{path}: the table moved from version {before.version} to {txn.readVersion()} while "
-                             "this consumer rewrote it (another writer?)")
-        # the operation is what Delta's own overwrite records (every file replaced): not ManualUpdate, for which
-        # Delta derives no checksum and rebuilds the table's state in several Spark jobs after each commit
-        none = jvm.scala.Option.empty()
-        op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write")(
-            jvm.org.apache.spark.sql.SaveMode.Overwrite, none, none, none)
-        committed = int(txn.commit(self._seq(actions), op))
-        self._files[path] = TableFiles(committed, before.schema_json,
-                                       {quote(n): s for n, s, _ in added}, None)
-
-
-def from_checksum(jvm: Any, snapshot: Any, field: str) -> list[Any] | None:
-    """A list Delta keeps in the version's checksum file (`allFiles` for small tables, `setTransactions`), read
-    without the Spark job Delta 4.0's own accessors run to rebuild the table's state; None when the checksum
-    does not hold it (or this Delta has no such field: the caller then asks the snapshot)."""
-    from py4j.protocol import Py4JError
-
-    try:
-        crc = snapshot.checksumOpt()
-        if not crc.isDefined():
-            return None
-        value = getattr(crc.get(), field)()
-        if not value.isDefined():
-            return None
-        return list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(value.get()))
-    except Py4JError:
-        return None
+            raise
+        self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None)
 
 
 def new_file_name() -> str:

@@ -17,7 +17,7 @@ import orjson
 from ...errors import ApplyError
 from .. import table_features as features
 from ..layout import LakeLayout
-from .deltalog import DeltaLogs, from_checksum
+from .deltalog import DeltaLogs
 from .options import sql_string
 
 if TYPE_CHECKING:
@@ -94,6 +94,12 @@ class Lake:
     def read(self, path: str) -> DataFrame:
         return self.spark.read.format("delta").load(path)
 
+    def columns(self, path: str) -> list[str]:
+        """A table's columns: from its log by delta-rs on a local lake (Spark would first rebuild the state of a
+        version delta-rs committed, with a Spark job), else from Spark's read of it."""
+        cols = self.logs.columns(path)
+        return cols if cols is not None else self.read(path).columns
+
     def sql(self, statement: str) -> DataFrame:
         return self.spark.sql(statement)
 
@@ -111,17 +117,7 @@ class Lake:
     def _read_version(self, path: str) -> int:
         if not self.exists(path):
             return -1
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
-        none = jvm.scala.Option.empty()
-        snap = self._jvm_log(path).update(False, none, none)
-        kept = from_checksum(jvm, snap, "setTransactions")
-        if kept is not None:  # from the version's checksum file: no Spark job
-            txn = max((int(t.version()) for t in kept if t.appId() == self.app_id), default=-1)
-        else:
-            v = snap.transactions().get(self.app_id)
-            txn = int(v.get()) if v.isDefined() else -1
-        prop = snap.metadata().configuration().get(self.ddl_property)
-        return max(txn, int(prop.get()) if prop.isDefined() else -1)
+        return self.logs.txn_version(path, self.app_id, self.ddl_property)
 
     @property
     def ddl_property(self) -> str:
