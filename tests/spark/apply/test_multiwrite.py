@@ -9,9 +9,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from changefeed.ddl import action_from_query
 from changefeed.model import Event, Kind
 from changefeed.spark.apply import read_progress
+from changefeed.spark.apply.deltalog import DELTA_RS
 from changefeed.sqlschema import SchemaTracker
 from changefeed.upstream import final_state
 
@@ -96,7 +99,12 @@ def _events(seed: int = 7, transactions: int = 150) -> list[Event]:
     return out
 
 
-def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("committer", ["delta-rs", "Apache-Spark"])
+def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: Path, monkeypatch,
+                                                              committer: str) -> None:
+    """Both ways of committing from the driver: delta-rs (a local lake) and Delta's own classes (others)."""
+    if committer != "delta-rs":
+        monkeypatch.setenv(DELTA_RS, "0")
     events = _events()
     staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
     produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
@@ -115,8 +123,9 @@ def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: P
     from deltalake import DeltaTable as RsTable
 
     # the shared job wrote these tables (its commits are Delta's overwrite, "WRITE"; a MERGE's are "MERGE")
-    ops = {r["operation"] for r in DeltaTable.forPath(spark, str(lake / "shop" / "a0")).history().collect()}
-    assert "WRITE" in ops, ops
+    history = DeltaTable.forPath(spark, str(lake / "shop" / "a0")).history().collect()
+    writes = [r["engineInfo"] or "" for r in history if r["operation"] == "WRITE"]
+    assert writes and all(e.startswith(committer) for e in writes), [(r["operation"], r["engineInfo"]) for r in history]
     for name in ("a0", "a1", "b2"):
         path = str(lake / "shop" / name)
         ours = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())

@@ -310,11 +310,11 @@ class ChangeApplier:
     def _plan(self, w: TableWrite) -> Planned | None:
         """A table write made ready: the table created if new, following its definition, and the lake columns
         it sets; None when the table already holds these rows (a replay after a crash)."""
-        db, tbl, rows, version = w.database, w.table, w.rows, w.version
+        db, tbl, version = w.database, w.table, w.version
         path = self.store.path(db, tbl)
         if self.store.txn_version(path) >= version:
             return None
-        t = self.catalog.definition(db, tbl, rows)
+        t = self.catalog.definition(db, tbl, w.rows_of)
         self.ddl.create(t, path)
         # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
         # messages of the same micro-batch (a column renamed after them still has its old name in the lake)

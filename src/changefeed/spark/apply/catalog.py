@@ -4,6 +4,7 @@ Spark job picking those rows out of a batch) and `definition` (one lookup in a t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -173,14 +174,15 @@ class TableCatalog:
         self.copies.pop((d.commit_ts, d.query), None)
         self.learn_ddl(d)
 
-    def definition(self, db: str, tbl: str, rows: DataFrame) -> TableInfo:
+    def definition(self, db: str, tbl: str, rows_of: Callable[[], DataFrame]) -> TableInfo:
+        """The table's definition: from its DDL, else from its rows (`rows_of()`, asked only then)."""
         t = self.defs.get((db, tbl))
         if t is not None:
             return t
         # no DDL or BOOTSTRAP seen: the definition the row messages carried (e.g. canal-json's mysqlType)
         from pyspark.sql import functions as F
 
-        found = rows.where(F.col("table_def").isNotNull()).select("table_def").limit(1).collect()
+        found = rows_of().where(F.col("table_def").isNotNull()).select("table_def").limit(1).collect()
         if not found:
             raise ApplyError(f"no definition of table {db}.{tbl} in the stream (no DDL, BOOTSTRAP or typed row)")
         t = table_of(found[0]["table_def"])

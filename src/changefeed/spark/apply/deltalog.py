@@ -90,7 +90,8 @@ class DeltaLogs:
         self._files: dict[str, TableFiles] = {}  # per table path, as of this consumer's last look or commit
         self._jvm: LogWriter = JvmLog(lake)
         self._rs: LogWriter | None = None
-        self._default_fs = "file:///"
+        conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
         if os.environ.get(DELTA_RS, "1") != "0":
             try:
                 from .log_rs import RustLog
@@ -98,12 +99,13 @@ class DeltaLogs:
                 self._rs = RustLog()
             except ImportError:  # no deltalake: every commit goes through the JVM
                 self._rs = None
-            else:
-                conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-                self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
+
+    def local(self, path: str) -> str | None:
+        """The local folder of a lake path, None on another file system."""
+        return local_folder(path, self._default_fs)
 
     def _writer(self, path: str) -> tuple[LogWriter, str]:
-        folder = local_folder(path, self._default_fs) if self._rs is not None else None
+        folder = self.local(path) if self._rs is not None else None
         if folder is not None and self._rs is not None:
             return self._rs, folder
         return self._jvm, path

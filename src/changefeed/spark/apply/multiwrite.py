@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 MIN_TABLES = 3  # fewer tables of one shape than this: each keeps its MERGE (nothing to share)
 TABLE = "__t"  # a table's index among those of one job
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = set("*?[]{}\\")  # a folder named with these would be read as a pattern
 
 
@@ -156,6 +157,13 @@ class MultiWriter:
         if not paths:
             return spark.createDataFrame([], with_t)
         which = spark.createDataFrame(names, f"__f string, {TABLE} int")
-        return (spark.read.schema(schema).parquet(*paths)
-                .select("*", F.col("_metadata.file_name").alias("__f"))
+        # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
+        # more than 32 paths)
+        conf, was = spark.conf, spark.conf.get(LISTING_THRESHOLD)
+        conf.set(LISTING_THRESHOLD, str(max(len(paths) + 1, int(was or 32))))
+        try:
+            files = spark.read.schema(schema).parquet(*paths)
+        finally:
+            conf.set(LISTING_THRESHOLD, str(was))
+        return (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))

@@ -38,11 +38,30 @@ class TableWrite:
 
     database: str
     table: str
-    rows: DataFrame
+    rows_of: Callable[[], DataFrame]
     version: int
     window: DataFrame | None = None
     after: int | None = None
     upto: int | None = None
+
+    @property
+    def rows(self) -> DataFrame:
+        """The write's rows, selected when asked: a window of many tables written together (`multiwrite`) needs
+        no selection per table, and making one costs a few py4j calls per table."""
+        return self.rows_of()
+
+
+def _rows_of(window: DataFrame, db: str, tbl: str, after: int | None = None,
+             upto: int | None = None) -> Callable[[], DataFrame]:
+    def rows() -> DataFrame:
+        cond = (F.col("database") == db) & (F.col("table") == tbl)
+        if after is not None:
+            cond &= F.col("commit_ts") > after
+        if upto is not None:
+            cond &= F.col("commit_ts") <= upto
+        return window.where(cond)
+
+    return rows
 
 
 @dataclass(frozen=True)
@@ -160,9 +179,8 @@ class WindowApplier:
             counts = schedule.tables_in_window(spans, lo, hi)
             if lap is not None:
                 lap("window")
-            self._write([TableWrite(db, tbl, window.where((F.col("database") == db) & (F.col("table") == tbl)), hi,
-                                    window)
-                         for db, tbl in sorted(counts)], rep)
+            self._write([TableWrite(db, tbl, _rows_of(window, db, tbl), hi, window) for db, tbl in sorted(counts)],
+                        rep)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
                 lap("merge")
@@ -217,13 +235,11 @@ class WindowApplier:
                 if upto <= start and keyed_batch is None:
                     continue
                 db, tbl = table
-                cond = (F.col("database") == db) & (F.col("table") == tbl) & (F.col("commit_ts") > start)
-                cond &= (F.col("commit_ts") <= upto) if inclusive else (F.col("commit_ts") < upto)
                 if any_rows(table, start, upto, inclusive):
                     version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
                                                    step=step)
                     last = upto if inclusive else upto - 1
-                    work.append(TableWrite(db, tbl, window.where(cond), version,
+                    work.append(TableWrite(db, tbl, _rows_of(window, db, tbl, start, last), version,
                                            window if keyed_batch is None else None, start, last))
                 done[table] = upto if inclusive else upto - 1
             return work
