@@ -106,7 +106,8 @@ class DeltaLogs:
 
     def _writer(self, path: str) -> tuple[LogWriter, str]:
         folder = self.local(path) if self._rs is not None else None
-        if folder is not None and self._rs is not None:
+        # delta-rs reads a '%' in a local path as an escape (it then looks for another folder)
+        if folder is not None and self._rs is not None and "%" not in folder:
             return self._rs, folder
         return self._jvm, path
 
