@@ -9,8 +9,9 @@ once, each file's table found by its name), and writes each table's new rows int
 lake's staging area. Each table then gets an ordinary Delta commit made on the driver (`deltalog`): its old
 files removed, the new ones added, this consumer's txn version; a replay skips a table already committed, as
 for a MERGE. Only SCD1 tables that are plain (no column mapping, deletion vectors, CDC files...) and small
-(`deltalog.MAX_TABLE_BYTES`) are written so: the whole table is rewritten, which costs less than a MERGE's
-fixed jobs only while it is small. Others keep their MERGE.
+(`deltalog.MAX_TABLE_BYTES` in a group, `ALONE_MAX_BYTES` alone) are written so: the whole table is rewritten,
+which costs less than a MERGE's fixed jobs only while it is small (and no more than a MERGE when the window's
+changes reach every file of it). Others keep their MERGE.
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ if TYPE_CHECKING:
     from .projection import Projection
     from .segments import TableWrite
 
-MIN_TABLES = 3  # fewer tables of one shape than this: each keeps its MERGE (nothing to share)
+MIN_TABLES = 3  # fewer tables of one shape than this share no job: each is written alone, or by its MERGE
+# a table written alone (not with others of its shape) is rewritten up to this size: a small table's rewrite costs
+# less than a MERGE's fixed jobs, and a window with changes all over a table makes a MERGE rewrite every file too
+ALONE_MAX_BYTES = 16 << 20
+SPREAD_BYTES = 8 << 20  # a job writing more than this spreads each table's rows over every task (by key)
 TABLE = "__t"  # a table's index among those of one job
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = set("*?[]{}\\")  # a folder named with these would be read as a pattern
@@ -63,8 +68,9 @@ class MultiWriter:
         self.logs = lake.logs
 
     def groups(self, planned: list[Planned]) -> tuple[list[list[tuple[Planned, TableFiles]]], list[Planned]]:
-        """The writes that go together (per shape and window, at least `MIN_TABLES` of them), and the rest."""
-        if self.o.scd_type != 1 or len(planned) < MIN_TABLES:
+        """The writes that go together (per shape and window, at least `MIN_TABLES` of them; a small table alone
+        otherwise), and the rest (each its MERGE)."""
+        if self.o.scd_type != 1:
             return [], planned
         by: dict[Any, list[tuple[Planned, TableFiles]]] = {}
         rest: list[Planned] = []
@@ -79,8 +85,12 @@ class MultiWriter:
         for g in by.values():
             if len(g) >= MIN_TABLES:
                 groups.append(g)
-            else:
-                rest += [p for p, _ in g]
+                continue
+            for p, tf in g:
+                if tf.size <= ALONE_MAX_BYTES:
+                    groups.append([(p, tf)])
+                else:
+                    rest.append(p)
         return groups, rest
 
     def _shape(self, p: Planned) -> tuple[Any, ...] | None:
@@ -132,7 +142,11 @@ class MultiWriter:
             out.append(v.alias(f.name))
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
         stage = f"{self.lake.layout.staging}/{uuid.uuid4().hex}"
-        result.repartition(TABLE).write.partitionBy(TABLE).parquet(stage)
+        if sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes part of each
+            result = result.repartition(TABLE, *[q(k) for k in keys])
+        else:  # small ones: a file each
+            result = result.repartition(TABLE)
+        result.write.partitionBy(TABLE).parquet(stage)
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
