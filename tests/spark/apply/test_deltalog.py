@@ -3,7 +3,7 @@ bookkeeping is all in their AddFile/RemoveFile actions."""
 
 from __future__ import annotations
 
-from changefeed.spark.apply.deltalog import file_name, refusal
+from changefeed.spark.apply.deltalog import file_name, local_folder, refusal
 
 PLAIN = {"minReaderVersion": 1, "minWriterVersion": 2}
 
@@ -34,3 +34,16 @@ def test_settings_that_change_nothing_for_a_writer_are_notrefusals() -> None:
 def test_a_files_name_is_read_as_spark_reports_it() -> None:
     assert file_name("part-00000-x.snappy.parquet") == "part-00000-x.snappy.parquet"
     assert file_name("d%3D1/part%20a.parquet") == "part a.parquet"
+
+
+def test_only_a_lake_on_the_local_file_system_is_committed_by_delta_rs() -> None:
+    assert local_folder("/tmp/lake/db/t") == "/tmp/lake/db/t"
+    assert local_folder("file:///tmp/lake/a%20b") == "/tmp/lake/a b"
+    assert local_folder("file:/tmp/lake") == "/tmp/lake"
+    assert local_folder("lake/db/t") == "lake/db/t"  # relative: to the working folder, as Hadoop takes it
+    assert local_folder("hdfs://nn:8020/lake") is None
+    assert local_folder("s3a://bucket/lake") is None
+    assert local_folder("file://otherhost/lake") is None
+    # a path without a scheme is on Hadoop's default file system, which may not be the local one
+    assert local_folder("/lake/db/t", "hdfs://nn:8020") is None
+    assert local_folder("/lake/db/t", "file:///") == "/lake/db/t"

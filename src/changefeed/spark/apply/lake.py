@@ -95,7 +95,7 @@ class Lake:
     def exists(self, path: str) -> bool:
         """A Delta table is there: its log holds a commit or a checkpoint (a folder, or an empty log, is none)."""
         folder = self.logs.local(path)
-        if folder is not None:  # no py4j call (Delta's own check costs ~4 ms; a window over many tables asks often)
+        if folder is not None:  # no py4j call: a window over many tables asks for each
             try:
                 with os.scandir(os.path.join(folder, "_delta_log")) as it:
                     return any(_LOG_FILE.fullmatch(e.name) for e in it)

@@ -1,11 +1,12 @@
 """A Delta table's log read and committed from the driver with delta-rs (the `deltalake` package), for lakes on
 the local file system.
 
-A driver-side commit through Delta's JVM classes costs ~13 ms (a table's creation ~55 ms: Delta plans a query
-over the empty table for its checksum); delta-rs writes the same commit in ~2 ms, which is what a window over
-hundreds of tables needs (bench/RESULTS.md). The commits are ordinary Delta commits (add, remove, txn,
-commitInfo; checkpoints at the table's interval) that Spark's Delta reads and continues; delta-rs writes no
-checksum files, so Spark rebuilds a table's state itself when it next writes one (a MERGE, a DDL).
+A driver-side commit through Delta's JVM classes costs several times what delta-rs takes for the same commit,
+and a table's creation more still (Delta plans a query over the empty table for its first checksum): a window
+over hundreds of tables pays that per table (figures in bench/RESULTS.md). The commits are ordinary Delta commits
+(add, remove, txn, commitInfo; checkpoints at the table's interval) that Spark's Delta reads and continues;
+delta-rs writes no checksum files, so Spark rebuilds a table's state itself when it next writes one (a MERGE, a
+DDL), and `Lake.columns` asks delta-rs for a table's columns rather than Spark.
 """
 
 from __future__ import annotations
