@@ -5,7 +5,7 @@
     <lake>/_changefeed/dead_letters   decoded changes the lake could not take, with why
     <lake>/_changefeed/progress       one record per micro-batch (batch-<id>.json)
     <lake>/_changefeed/checkpoint     the Spark checkpoint, unless one is given
-    <lake>/_changefeed/staging        data files of many tables written in one job, before each moves into its table
+    <lake>/_changefeed/staging/<app>  data files of many tables written in one job, before each moves into its table
     <checkpoint>/schemas              the decoders' schema store
 
 Paths are joined with `/` (they may be URIs: s3a://..., file:...); a trailing `/` on the lake is dropped.

@@ -145,7 +145,15 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
     copy_records(staged, live, "t", {0: 1.0, 1: 1.0, 2: 1.0})
     options = {"enable-tidb-extension": "true"}
     kw = {"except_column_list": ["balance"], "apply_as_deletes": "kind = 'update' AND commit_ts % 3 = 0"}
+    # what a consumer stopped between a shared write and its commits left staged: removed at the next start,
+    # and only this app id's (another consumer of the lake may be writing its own)
+    staging = tmp_path / "rewritten" / "_changefeed" / "staging"
+    for app in ("changefeed", "other"):
+        (staging / app / "0123abcd" / "__t=0").mkdir(parents=True)
+        (staging / app / "0123abcd" / "__t=0" / "part-0.parquet").write_bytes(b"PAR1")
     consume(spark, live, tmp_path / "rewritten", "canal-json", options, **kw)
+    assert not (staging / "changefeed" / "0123abcd").exists()
+    assert (staging / "other" / "0123abcd" / "__t=0" / "part-0.parquet").read_bytes() == b"PAR1"
     monkeypatch.setattr(multiwrite, "ALONE_MAX_BYTES", -1)
     monkeypatch.setattr(multiwrite, "MIN_TABLES", 1 << 30)
     consume(spark, live, tmp_path / "merged", "canal-json", options, **kw)

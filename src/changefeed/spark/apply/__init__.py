@@ -121,6 +121,8 @@ class ChangeApplier:
             return
         self._loaded = True
         self.pending_rows = restore(self.store, self.progress, self.state, self.catalog, self.o)
+        # what a run stopped between a shared write and its commits left staged (never in any table's log)
+        self.store.remove_own(self.store.staging)
 
     # --- one micro-batch --------------------------------------------------------------------------
     def process(self, changes: DataFrame, batch_id: int) -> BatchReport:

@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import orjson
 
@@ -276,6 +277,11 @@ class Lake:
             moved = fs.getFileStatus(target)
             out.append((n, int(moved.getLen()), int(moved.getModificationTime())))
         return out
+
+    @property
+    def staging(self) -> str:
+        """This consumer's staging folder (its app id's: consumers of other app ids may share the lake)."""
+        return f"{self.layout.staging}/{quote(self.app_id, safe='')}"
 
     def remove_own(self, path: str) -> None:
         """Remove a folder of the consumer's own (staging), never anything else."""

@@ -141,7 +141,7 @@ class MultiWriter:
                 v = F.when(v.isNull(), F.raise_error(F.lit(f"NOT NULL column {f.name} would hold NULL"))).otherwise(v)
             out.append(v.alias(f.name))
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
-        stage = f"{self.lake.layout.staging}/{uuid.uuid4().hex}"
+        stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
         if sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes part of each
             result = result.repartition(TABLE, *[q(k) for k in keys])
         else:  # small ones: a file each
