@@ -56,8 +56,6 @@ class RustLog:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError
 
-        if os.path.isdir(os.path.join(path, "_delta_log")):
-            return False
         try:
             DeltaTable.create(path, Schema.from_json(schema_json), mode="error", configuration=configuration,
                               raise_if_key_not_exists=False)
