@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
 import orjson
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 # files a rewrite may read and write again in one micro-batch: a table bigger than this keeps its MERGE
 MAX_TABLE_BYTES = 64 << 20
 DELTA_RS = "CHANGEFEED_DELTA_RS"  # 0: commit through the JVM on a local lake too
+T = TypeVar("T")
 
 
 @dataclass
@@ -107,22 +109,26 @@ class DeltaLogs:
     def _writer(self, path: str) -> tuple[LogWriter, str]:
         folder = self.local(path) if self._rs is not None else None
         # delta-rs reads a '%' in a local path as an escape (it then looks for another folder)
-        if folder is not None and self._rs is not None and "%" not in folder:
+        if self._rs is not None and folder is not None and "%" not in folder:
             return self._rs, folder
         return self._jvm, path
+
+    def _read(self, path: str, ask: Callable[[LogWriter, str], T]) -> T:
+        """`ask(writer, where)` of the table's writer; of Delta's own when delta-rs cannot read the table (a
+        reader feature it lacks)."""
+        w, where = self._writer(path)
+        try:
+            return ask(w, where)
+        except Exception:  # noqa: BLE001 - Delta reads every table it wrote
+            if w is self._jvm:
+                raise
+            return ask(self._jvm, path)
 
     def files(self, path: str) -> TableFiles:
         """The table's files at its latest version (kept from this consumer's last look or commit when the log
         has not moved since)."""
-        w, where = self._writer(path)
         kept = self._files.get(path)
-        try:
-            tf = w.read(where, kept)
-        except Exception:  # noqa: BLE001 - a table delta-rs cannot read (a reader feature it lacks): Delta can
-            if w is self._jvm:
-                raise
-            tf = self._jvm.read(path, kept)
-        self._files[path] = tf
+        tf = self._files[path] = self._read(path, lambda w, where: w.read(where, kept))
         return tf
 
     def columns(self, path: str) -> list[str] | None:
@@ -138,13 +144,7 @@ class DeltaLogs:
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """The consumer's txnVersion in the table, or the DDL version in its property `prop`, the higher."""
-        w, where = self._writer(path)
-        try:
-            return w.txn_version(where, app_id, prop)
-        except Exception:  # noqa: BLE001 - as in `files`
-            if w is self._jvm:
-                raise
-            return self._jvm.txn_version(path, app_id, prop)
+        return self._read(path, lambda w, where: w.txn_version(where, app_id, prop))
 
     def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
         """A plain table (protocol 1/2, no features) of that schema and properties, as Delta's CREATE TABLE

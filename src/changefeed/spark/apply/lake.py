@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -168,19 +169,27 @@ class Lake:
         Ours cannot (a pure function of the cached micro-batch, each key's last change picked by a total order)."""
         from delta.tables import DeltaTable
 
-        conf = "spark.databricks.delta.merge.materializeSource"
         source = source.persist()
-        was = self.spark.conf.get(conf, None)
-        self.spark.conf.set(conf, "none")
         try:
-            merge = clauses(DeltaTable.forPath(self.spark, path).alias("t").merge(source.alias("s"), cond))
-            self.with_txn(version, merge.execute, path)
+            with self.session_conf("spark.databricks.delta.merge.materializeSource", "none"):
+                merge = clauses(DeltaTable.forPath(self.spark, path).alias("t").merge(source.alias("s"), cond))
+                self.with_txn(version, merge.execute, path)
+        finally:
+            source.unpersist()
+
+    @contextmanager
+    def session_conf(self, key: str, value: str) -> Iterator[None]:
+        """The calling thread's session with `key` set to `value` for a while, then as it was (unset if it was)."""
+        conf = self.spark.conf
+        was = conf.get(key, None)
+        conf.set(key, value)
+        try:
+            yield
         finally:
             if was is None:
-                self.spark.conf.unset(conf)
+                conf.unset(key)
             else:
-                self.spark.conf.set(conf, was)
-            source.unpersist()
+                conf.set(key, was)
 
     # --- creating, moving, dropping -------------------------------------------------------------
     def create_table(self, path: str, schema_of: Callable[[], Any], version: int | None = None) -> None:

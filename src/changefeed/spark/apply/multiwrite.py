@@ -173,11 +173,8 @@ class MultiWriter:
         which = spark.createDataFrame(names, f"__f string, {TABLE} int")
         # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
         # more than 32 paths)
-        conf, was = spark.conf, spark.conf.get(LISTING_THRESHOLD)
-        conf.set(LISTING_THRESHOLD, str(max(len(paths) + 1, int(was or 32))))
-        try:
+        threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
+        with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):
             files = spark.read.schema(schema).parquet(*paths)
-        finally:
-            conf.set(LISTING_THRESHOLD, str(was))
         return (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
