@@ -414,6 +414,9 @@ def consume(
     max_records_per_trigger: Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")] = None,
     on_ddl_error: Annotated[str, typer.Option(help="stop, or skip (record the DDL as a dead letter)")] = "stop",
     table_features: TableFeaturesOpt = "auto",
+    changelog: Annotated[str, typer.Option(
+        help="minimal: the bronze changelog keeps what a restart reads; full: every change, as it came")]
+    = "minimal",
     watermarks: Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
     = None,
@@ -445,7 +448,7 @@ def consume(
                                max_records_per_trigger=max_records_per_trigger)
         query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
                               watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=report,
-                              table_features=table_features)
+                              table_features=table_features, changelog=changelog)
         query.awaitTermination()  # type: ignore[union-attr]
         secs = time.monotonic() - started
         err.print(f"consumed {total['rows']:,} changes into {lake} in {secs:.1f} s "

@@ -1,7 +1,7 @@
 """Where the consumer keeps things in a lake, spelled in one place (plain strings: no Spark here).
 
     <lake>/<db>/<table>               a Delta table
-    <lake>/_changefeed/changelog      the bronze changelog: every decoded change, as it came
+    <lake>/_changefeed/changelog      the bronze changelog: what a restart reads (or every change: changelog=full)
     <lake>/_changefeed/dead_letters   decoded changes the lake could not take, with why
     <lake>/_changefeed/progress       one record per micro-batch (batch-<id>.json)
     <lake>/_changefeed/checkpoint     the Spark checkpoint, unless one is given

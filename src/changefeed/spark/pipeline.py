@@ -116,7 +116,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   column_list: list[str] | None = None, except_column_list: list[str] | None = None,
                   track_history_column_list: list[str] | None = None, checkpoint: str | None = None,
                   trigger: str = "available-now", watermarks: bool | None = None, on_ddl_error: str = "stop",
-                  table_features: str = "auto", table_writers: int = 4,
+                  table_features: str = "auto", table_writers: int = 4, changelog: str = "minimal",
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None,
                   traits: StreamTraits | None = None) -> StreamingQuery | BatchReport:
@@ -125,6 +125,9 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
     widening when a DDL first needs it; "minimal" rewrites the table instead (table_features.py).
     `table_writers`: how many tables of one window are written at once (1: one after another).
+    `changelog` (`<target>/_changefeed/changelog`): "minimal" keeps what a restart reads back (DDL, BOOTSTRAP,
+    watermarks, each table shape, and the rows a micro-batch left for a later window); "full" every decoded change
+    as it came, an audit log beside the tables.
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
     `read_changes` gave `changes` (a DataFrame made from them needs them given)."""
     stream = _carried(changes)
@@ -135,6 +138,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         watermarks = traits.watermarks
     if partitions is None and stream is not None:
         partitions = stream.source.partitions
+    if changelog not in ("minimal", "full"):
+        raise ValueError(f"changelog is minimal or full, not {changelog!r}")
     opts = ApplyOptions(keys=keys, sequence_by=[sequence_by] if isinstance(sequence_by, str) else list(sequence_by),
                         scd_type=int(stored_as_scd_type), apply_as_deletes=apply_as_deletes,
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
@@ -143,7 +148,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         table_features=check_mode(table_features), table_writers=max(1, table_writers),
                         ddl_definitions=traits.ddl_definitions, untimed_deletes=traits.untimed_deletes,
                         ddl_barrier=not watermarks and traits.ddl_broadcast,
-                        text_dialect=traits.text_dialect, positions=traits.binlog_positions)
+                        text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

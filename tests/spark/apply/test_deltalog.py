@@ -14,7 +14,13 @@ def test_a_plain_table_may_be_rewritten() -> None:
 
 
 def test_tables_with_what_only_deltas_writers_keep_are_refused() -> None:
-    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7}, {}, []) == "table features"
+    dv = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+          "writerFeatures": ["deletionVectors"]}
+    assert refusal(dv, {}, []) == "table features"
+    # a reader feature allowed, a writer feature with bookkeeping of its own beside it
+    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
+                    "writerFeatures": ["timestampNtz", "domainMetadata"]}, {}, []) == "table features"
+    assert refusal({"minReaderVersion": 1, "minWriterVersion": 4}, {}, []) == "table features"  # CDF, generated
     assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {}, []) == "table features"
     assert refusal(PLAIN, {"partitionColumns": ["d"]}, []) == "partitioned"
     assert refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "true"}}, []) \
@@ -24,6 +30,17 @@ def test_tables_with_what_only_deltas_writers_keep_are_refused() -> None:
     assert refusal(PLAIN, {"configuration": {"delta.columnMapping.mode": "name"}}, []) \
         == "delta.columnMapping.mode"
     assert refusal(PLAIN, {}, [{"path": "a", "deletionVector": {"storageType": "u"}}]) == "deletion vectors"
+
+
+def test_a_table_of_timestamp_ntz_columns_may_be_rewritten() -> None:
+    # what Delta's CREATE TABLE makes for a TIMESTAMP_NTZ column: the feature, and writer version 2's features
+    ntz = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
+           "writerFeatures": ["appendOnly", "invariants", "timestampNtz"]}
+    assert refusal(ntz, {"configuration": {}, "schemaString": '{"type":"struct","fields":[]}'}, []) is None
+    # ... unless a column carries an invariant, or the table is append-only
+    inv = '{"fields":[{"name":"a","metadata":{"delta.invariants":"{\\"expression\\":\\"a > 0\\"}"}}]}'
+    assert refusal(ntz, {"schemaString": inv}, []) == "column invariants"
+    assert refusal(ntz, {"configuration": {"delta.appendOnly": "true"}}, []) == "delta.appendOnly"
 
 
 def test_settings_that_change_nothing_for_a_writer_are_notrefusals() -> None:

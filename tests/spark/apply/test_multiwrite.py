@@ -174,3 +174,13 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
             ops[side] |= {r["operation"] for r in
                           DeltaTable.forPath(spark, str(tmp_path / side / "app" / name)).history().collect()}
     assert "WRITE" in ops["rewritten"] and "MERGE" in ops["merged"] and "WRITE" not in ops["merged"], ops
+    # a table with a TIMESTAMP_NTZ column (its Delta table feature) is rewritten too, and reads the same in delta-rs
+    from deltalake import DeltaTable as RsTable
+
+    events_path = str(tmp_path / "rewritten" / "app" / "audit")  # app.events, renamed
+    assert "WRITE" in {r["operation"] for r in DeltaTable.forPath(spark, events_path).history().collect()}
+    assert "timestampNtz" in (RsTable(events_path).protocol().reader_features or [])
+    ours = spark.read.format("delta").load(events_path)
+    theirs = RsTable(events_path).to_pyarrow_table().to_pylist()
+    assert sorted(map(repr, (tuple(r[c] for c in ours.columns) for r in theirs))) \
+        == sorted(map(repr, (tuple(r) for r in ours.collect())))

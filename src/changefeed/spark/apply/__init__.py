@@ -1,7 +1,9 @@
 """Applying decoded changes to Delta tables: in commit order, transaction-consistent, exactly once.
 
-Every micro-batch first lands in the bronze changelog (append-only, one Delta commit per batch, idempotent
-through Delta's txnAppId/txnVersion). Rows are then applied from the changelog only up to the global
+Every micro-batch lands in the bronze changelog (append-only, one Delta commit per batch, idempotent through
+Delta's txnAppId/txnVersion, written beside the tables and before the batch's progress record): by default
+only what a restart reads back (`state.restart_rows`), with `changelog="full"` every change. Rows are applied
+from the micro-batch's cache (after a restart: from the changelog) only up to the global
 watermark (the smallest of the partitions' watermarks), in commit order, table by table, split at each DDL's
 commit ts so that a DDL is applied (once) between the rows before and after it. Each table's commit carries
 `txnVersion` = the commit ts it is complete up to: a replay after a crash finds the table's own version in its
@@ -44,7 +46,7 @@ from .projection import Projection
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
 from .segments import DdlStep, TableWrite, WindowApplier
-from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress, restore
+from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress, restart_rows, restore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -134,6 +136,8 @@ class ChangeApplier:
         rep = BatchReport(batch_id)
         lap = Laps(rep)
         changes = changes.persist()
+        log: _Appending | None = None
+        rows = changes
         try:
             # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark, and
             # each table's span of commit ts (a window without DDL then needs no job to find its tables)
@@ -152,29 +156,37 @@ class ChangeApplier:
             rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
             if self.o.untimed_deletes:
                 rows = date_deletes(rows, st.floors)
-            # the changelog and dead letters are appended while the tables are merged (a Delta commit is mostly
-            # driver time; nothing below reads this batch from them): both are in before the progress is saved
-            appended: list[BaseException] = []
-            writer = threading.Thread(target=self._append_batch, args=(changes, rows, batch_id, rep, appended),
-                                      name=f"changelog-{batch_id}", daemon=True)
-            writer.start()
-            self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
-            lap("control")
             for k, ts in marks:
                 st.watermarks[k] = max(st.watermarks.get(k, 0), ts)
             if self.o.untimed_deletes:
                 schedule.raise_delete_floors(st.floors, agg)
             if self.o.watermarks:
-                self._apply_watermarked(changes, rows, batch_id, rep, lap, spans)
+                hi = self.global_watermark()
+                log = self._log_batch(changes, rows, batch_id, rep, max(st.applied_ts, hi))
+                self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
+                lap("control")
+                self._apply_watermarked(changes, rows, batch_id, rep, lap, spans, hi)
             else:
-                self._apply_keyed(changes, rows, batch_id, rep, lap)
-            writer.join()
-            if appended:
-                raise appended[0]
+                self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
+                lap("control")
+                hi = schedule.barrier(self.catalog.pending.values(), self.catalog.copies, self.catalog.ddl_seen,
+                                      self.partitions()) if self.o.ddl_barrier else schedule.UNBOUNDED
+                log = self._log_batch(changes, rows, batch_id, rep, hi)
+                self._apply_keyed(changes, rows, batch_id, rep, lap, hi)
+            log.wait()
+            if batch_id in self.held and log.kept is not rows:
+                # a batch with rows past the window: what it keeps for later is all in its changelog rows (those
+                # a restart would read), cached by their append; the whole batch's cache goes
+                self.held[batch_id] = (log.kept, log.kept)
             lap("changelog wait")
         finally:
-            if batch_id not in self.held:
+            if log is not None and log.thread is not None:
+                log.thread.join()  # a failed write: the append still reads the cache
+            held = self.held.get(batch_id)
+            if held is None or held[0] is not changes:
                 changes.unpersist()
+            if log is not None and log.kept is not rows and (held is None or held[0] is not log.kept):
+                log.kept.unpersist()
         rep.applied_ts = st.applied_ts
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
@@ -186,14 +198,14 @@ class ChangeApplier:
 
     def _apply_watermarked(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
                            lap: Callable[[str], None],
-                           spans: dict[tuple[str, str], schedule.Span] | None) -> None:
-        """With watermarks: the window (applied, global] of this batch and the earlier ones holding rows."""
+                           spans: dict[tuple[str, str], schedule.Span] | None, hi: int) -> None:
+        """With watermarks: the window (applied, `hi`] (the global watermark) of this batch and the earlier ones
+        holding rows."""
         st = self.state
         if rep.rows_in:
             self.pending_rows[batch_id] = rep.max_ts
         if rep.rows_in and spans is not None and not self.o.untimed_deletes:
             self.spans[batch_id] = spans
-        hi = self.global_watermark()
         rep.watermark = hi
         win = schedule.next_window(st.applied_ts, hi)
         if win is not None:
@@ -219,13 +231,12 @@ class ChangeApplier:
         self._release_held(self.pending_rows)
 
     def _apply_keyed(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
-                     lap: Callable[[str], None]) -> None:
+                     lap: Callable[[str], None], hi: int) -> None:
         """Without watermarks: the batch's rows (those with no commit ts too: plain avro carries none) and the
-        rows earlier batches hold, each key in its order, up to the first DDL still waiting for a partition."""
-        st, cat = self.state, self.catalog
+        rows earlier batches hold, each key in its order, up to `hi`: the first DDL still waiting for a
+        partition (`schedule.barrier`)."""
+        st = self.state
         row_kinds = f"kind IN {ROW_KINDS_SQL}"
-        hi = schedule.barrier(cat.pending.values(), cat.copies, cat.ddl_seen, self.partitions()) \
-            if self.o.ddl_barrier else schedule.UNBOUNDED
         window = rows.where(f"{row_kinds} AND coalesce(commit_ts, 0) <= {hi}")
         fresh = schedule.RedeliveryFloors(st.key_floors).column()
         unheld = []
@@ -254,6 +265,19 @@ class ChangeApplier:
         is not kept)."""
         for b in [b for b in self.held if b not in keep]:
             self.held.pop(b)[0].unpersist()
+
+    def _log_batch(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
+                   upto: int) -> _Appending:
+        """The batch's dead letters and changelog rows appended while its tables are written (nothing reads this
+        batch from them before its progress is saved): every row (changelog "full"), or those a restart may
+        read (`restart_rows`: the rows past `upto` and the control rows), then cached for a batch that keeps
+        rows for a later window."""
+        kept = rows if self.o.changelog == "full" else rows.where(restart_rows(upto, self.o)).persist()
+        log = _Appending(kept)
+        log.thread = threading.Thread(target=self._append_batch, args=(changes, kept, batch_id, rep, log.failed),
+                                      name=f"changelog-{batch_id}", daemon=True)
+        log.thread.start()
+        return log
 
     def _append_batch(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
                       failed: list[BaseException]) -> None:
@@ -332,3 +356,18 @@ class ChangeApplier:
     def _merge(self, p: Planned) -> None:
         merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
         merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
+
+
+class _Appending:
+    """A batch's changelog append, running beside its table writes."""
+
+    def __init__(self, kept: DataFrame) -> None:
+        self.kept = kept
+        self.failed: list[BaseException] = []
+        self.thread: threading.Thread | None = None
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+        if self.failed:
+            raise self.failed[0]

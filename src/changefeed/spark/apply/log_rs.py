@@ -35,11 +35,14 @@ class RustLog:
 
         dt = DeltaTable(path)
         p = dt.protocol()
-        protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version}
+        protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
+                    "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
         m = dt.metadata()
-        meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration)}
-        adds = _adds(dt)
-        return TableFiles(dt.version(), dt.schema().to_json(), {quote(a["path"]): int(a["size_bytes"]) for a in adds},
+        schema = dt.schema().to_json()
+        meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
+                "schemaString": schema}
+        adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
+        return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
                           refusal(protocol, meta, []))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:

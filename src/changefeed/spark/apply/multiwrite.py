@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .deltalog import MAX_TABLE_BYTES, TableFiles, file_name, new_file_name
-from .options import q
+from .options import q, sql_string
 from .ordering import UPSERT
 from .scd1 import last_ops
 
@@ -112,9 +112,10 @@ class MultiWriter:
         t, cols = first.t, first.cols
         keys = self.proj.keys(t)
         schema = T.StructType.fromJson(json.loads(group[0][1].schema_json))
-        bounds = spark.createDataFrame(
-            [(p.write.database, p.write.table, i, p.write.after, p.write.upto) for i, (p, _) in enumerate(group)],
-            f"database string, table string, {TABLE} int, __lo long, __hi long")
+        bounds = local_rows(spark, [(p.write.database, p.write.table, i, p.write.after, p.write.upto)
+                                    for i, (p, _) in enumerate(group)],
+                            [("database", "string"), ("table", "string"), (TABLE, "int"), ("__lo", "long"),
+                             ("__hi", "long")])
         window = first.write.window
         assert window is not None  # noqa: S101 - `groups` keeps only writes with one
         rows = window.join(F.broadcast(bounds), ["database", "table"]).where(
@@ -123,8 +124,11 @@ class MultiWriter:
         held = self._held(group, schema)
         e, lo = held.alias("e"), last.alias("l")
         cond = F.col(f"e.{TABLE}") == F.col(f"l.{TABLE}")
+        nullable = {f.name for f in schema.fields if f.nullable}
         for k, n in zip(keys, key_names, strict=True):
-            cond &= F.col(f"e.{q(k)}").eqNullSafe(F.col(f"l.{n}"))
+            # a NOT NULL key joins by plain equality: its rows then stay partitioned as `last_ops` left them
+            cond &= F.col(f"e.{q(k)}").eqNullSafe(F.col(f"l.{n}")) if k in nullable \
+                else F.col(f"e.{q(k)}") == F.col(f"l.{n}")
         op = F.col("l.__op")
         out = [F.coalesce(F.col(f"l.{TABLE}"), F.col(f"e.{TABLE}")).alias(TABLE)]
         for f in schema.fields:
@@ -142,15 +146,17 @@ class MultiWriter:
             out.append(v.alias(f.name))
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
         stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
-        if sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes part of each
-            result = result.repartition(TABLE, *[q(k) for k in keys])
+        if len(group) == 1:  # one table: written as the join leaves it, a file per task
+            result.drop(TABLE).write.parquet(stage)
+        elif sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes its part of each
+            result.write.partitionBy(TABLE).parquet(stage)
         else:  # small ones: a file each
-            result = result.repartition(TABLE)
-        result.write.partitionBy(TABLE).parquet(stage)
+            result.repartition(TABLE).write.partitionBy(TABLE).parquet(stage)
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
-            added = self.lake.move_files(f"{stage}/{TABLE}={i}", p.path, new_file_name)
+            added = self.lake.move_files(stage if len(group) == 1 else f"{stage}/{TABLE}={i}", p.path,
+                                         new_file_name)
             self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id)
             committed(p.path, p.write.version)
 
@@ -170,7 +176,7 @@ class MultiWriter:
         with_t = T.StructType([*schema.fields, T.StructField(TABLE, T.IntegerType())])
         if not paths:
             return spark.createDataFrame([], with_t)
-        which = spark.createDataFrame(names, f"__f string, {TABLE} int")
+        which = local_rows(spark, names, [("__f", "string"), (TABLE, "int")])
         # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
         # more than 32 paths)
         threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
@@ -178,3 +184,16 @@ class MultiWriter:
             files = spark.read.schema(schema).parquet(*paths)
         return (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
+
+
+def local_rows(spark: Any, rows: list[tuple[Any, ...]], columns: list[tuple[str, str]]) -> DataFrame:
+    """A small table of driver-side values as SQL VALUES: a local relation, which a broadcast join takes without
+    a Spark job (`createDataFrame` of Python rows runs one, through a Python worker)."""
+    def lit(v: Any) -> str:
+        if v is None:
+            return "NULL"
+        return sql_string(v) if isinstance(v, str) else str(int(v))
+
+    values = ", ".join("(" + ", ".join(lit(v) for v in r) + ")" for r in rows)
+    cast = ", ".join(f"CAST(col{i + 1} AS {t}) AS {q(n)}" for i, (n, t) in enumerate(columns))
+    return spark.sql(f"SELECT {cast} FROM VALUES {values}")

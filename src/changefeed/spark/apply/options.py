@@ -49,3 +49,6 @@ class ApplyOptions:
     # tables of one window written at once (each its own Spark jobs and Delta commit, from its own thread):
     # a window of many tables costs about its largest tables, not the sum of every table's fixed cost
     table_writers: int = 4
+    # the bronze changelog: "minimal" keeps what a restart reads (DDL, BOOTSTRAP, row shapes, watermarks, truncates
+    # and the rows the batch left unapplied); "full" every decoded change, as it came (an audit log)
+    changelog: str = "minimal"

@@ -136,6 +136,20 @@ class ProgressLog:
                              "the consumer's progress")
 
 
+def restart_rows(upto: int, options: ApplyOptions) -> str:
+    """The rows of a micro-batch a restart may read back from the changelog (SQL): every control row (DDL,
+    BOOTSTRAP, watermarks, truncates) and row shape (`restore` rebuilds the catalog from them), and the rows not
+    applied by the batch's end, those past `upto` (with watermarks: the applied watermark then; without: the DDL
+    barrier). The rows at or below it are in their tables, each table's commit made before the batch's progress
+    record; a replayed batch computes the same `upto` from the same progress record and records."""
+    cond = f"kind NOT IN {ROW_KINDS_SQL} OR table_def IS NOT NULL OR commit_ts > {upto}"
+    if options.watermarks:  # never applied in a window: kept as they came
+        cond += " OR commit_ts IS NULL"
+    if options.apply_as_truncates:
+        cond += f" OR coalesce({options.apply_as_truncates}, false)"
+    return cond
+
+
 def restore(lake: Lake, progress: ProgressLog, state: ConsumerState, catalog: TableCatalog,
             options: ApplyOptions) -> dict[int, int]:
     """A consumer's start: the state from its last progress record, the catalog from the changelog, and (with
