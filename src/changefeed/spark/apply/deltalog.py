@@ -21,6 +21,7 @@ import orjson
 
 if TYPE_CHECKING:
     from .lake import Lake
+    from .log_rs import RustLog
 
 # files a rewrite may read and write again in one micro-batch: a table bigger than this keeps its MERGE
 MAX_TABLE_BYTES = 64 << 20
@@ -106,7 +107,7 @@ class DeltaLogs:
         self.lake = lake
         self._files: dict[str, TableFiles] = {}  # per table path, as of this consumer's last look or commit
         self._jvm: LogWriter = JvmLog(lake)
-        self._rs: LogWriter | None = None
+        self._rs: RustLog | None = None
         conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
         self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
         if os.environ.get(DELTA_RS, "1") != "0":
@@ -167,6 +168,19 @@ class DeltaLogs:
         w, where = self._writer(path)
         self.forget(path)
         return w.create(where, schema_json, configuration)
+
+    def appends(self, path: str) -> bool:
+        """Whether this table's appends are committed here (by delta-rs, on a local lake)."""
+        return self._rs is not None and self._writer(path)[0] is self._rs
+
+    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> None:
+        """Files moved into the table's folder (name, size, modification time) added as this consumer's commit
+        `version` (only where `appends`)."""
+        w, where = self._writer(path)
+        if self._rs is None or w is not self._rs:
+            raise TypeError(f"{path}: appends are committed here by delta-rs only")
+        self.forget(path)
+        self._rs.append(where, added, version, app_id)
 
     def forget(self, path: str) -> None:
         self._files.pop(path, None)

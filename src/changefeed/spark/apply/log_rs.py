@@ -68,23 +68,42 @@ class RustLog:
             raise
         return True
 
+    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> int:
+        """Files added (none: a commit of the txn alone), with this app's txn `version`: the version committed."""
+        from deltalake import DeltaTable
+        from deltalake.transaction import CommitProperties, Transaction
+
+        dt = DeltaTable(path)
+        dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
+                                    commit_properties=CommitProperties(
+                                        app_transactions=[Transaction(app_id, version, int(time.time() * 1000))]))
+        dt.update_incremental()
+        return dt.version()
+
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
                app_id: str) -> int:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         from deltalake import DeltaTable
-        from deltalake.transaction import AddAction, CommitProperties, Transaction
+        from deltalake.transaction import CommitProperties, Transaction
 
         dt = DeltaTable(path)
         if dt.version() != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
                              "consumer rewrote it (another writer?)")
-        adds = [AddAction(name, size, {}, mtime, True, None) for name, size, mtime in added]
         now = int(time.time() * 1000)
         # an overwrite: delta-rs removes every file of the version it read (those of `before`)
-        dt.create_write_transaction(adds, mode="overwrite", schema=dt.schema(), commit_properties=CommitProperties(
-            app_transactions=[Transaction(app_id, version, now)]))
+        dt.create_write_transaction(_adds_of(added), mode="overwrite", schema=dt.schema(),
+                                    commit_properties=CommitProperties(
+                                        app_transactions=[Transaction(app_id, version, now)]))
         dt.update_incremental()
         return dt.version()
+
+
+def _adds_of(added: list[tuple[str, int, int]]) -> list[Any]:
+    """Add actions of new data files (name in the table's folder, size, modification time in ms)."""
+    from deltalake.transaction import AddAction
+
+    return [AddAction(name, size, {}, mtime, True, None) for name, size, mtime in added]
 
 
 def _adds(dt: Any) -> list[dict[str, Any]]:
