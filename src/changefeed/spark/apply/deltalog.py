@@ -183,7 +183,11 @@ class DeltaLogs:
         self._rs.append(where, added, version, app_id)
 
     def forget(self, path: str) -> None:
+        """Nothing kept of the table at `path` (moved, dropped, created again, or a failed commit)."""
         self._files.pop(path, None)
+        folder = self.local(path)
+        if self._rs is not None and folder is not None:
+            self._rs.forget(folder)
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
                app_id: str) -> None:

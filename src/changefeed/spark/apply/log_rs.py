@@ -25,15 +25,37 @@ def _log_file(path: str, version: int) -> str:
 
 
 class RustLog:
-    """`JvmLog`'s interface over delta-rs; paths are local folders."""
+    """`JvmLog`'s interface over delta-rs; paths are local folders. Each table's `DeltaTable` is kept between
+    calls and brought up to date only when its log holds a later commit: loading one from its log took about as
+    long as the commit itself (a window over hundreds of tables commits each)."""
+
+    KEEP = 8192  # tables kept open at most (a lake of more starts over)
+
+    def __init__(self) -> None:
+        self._open: dict[str, Any] = {}
+
+    def _table(self, path: str) -> Any:
+        """The table at its latest version."""
+        dt = self._open.get(path)
+        if dt is not None:
+            if os.path.exists(_log_file(path, dt.version() + 1)):
+                dt.update_incremental()
+            return dt
+        from deltalake import DeltaTable
+
+        if len(self._open) >= self.KEEP:
+            self._open.clear()
+        dt = self._open[path] = DeltaTable(path)
+        return dt
+
+    def forget(self, path: str) -> None:
+        self._open.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
         if kept is not None and not os.path.exists(_log_file(path, kept.version + 1)):
             return kept
-        from deltalake import DeltaTable
-
-        dt = DeltaTable(path)
+        dt = self._table(path)
         p = dt.protocol()
         protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
                     "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
@@ -47,9 +69,7 @@ class RustLog:
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""
-        from deltalake import DeltaTable
-
-        dt = DeltaTable(path)
+        dt = self._table(path)
         txn = dt.transaction_version(app_id)
         ddl = dt.metadata().configuration.get(prop)
         return max(-1 if txn is None else int(txn), -1 if ddl is None else int(ddl))
@@ -70,10 +90,9 @@ class RustLog:
 
     def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> int:
         """Files added (none: a commit of the txn alone), with this app's txn `version`: the version committed."""
-        from deltalake import DeltaTable
         from deltalake.transaction import CommitProperties, Transaction
 
-        dt = DeltaTable(path)
+        dt = self._table(path)
         dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, int(time.time() * 1000))]))
@@ -83,10 +102,9 @@ class RustLog:
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
                app_id: str) -> int:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
-        from deltalake import DeltaTable
         from deltalake.transaction import CommitProperties, Transaction
 
-        dt = DeltaTable(path)
+        dt = self._table(path)
         if dt.version() != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
                              "consumer rewrote it (another writer?)")

@@ -147,11 +147,11 @@ class MultiWriter:
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
         stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
         if len(group) == 1:  # one table: written as the join leaves it, a file per task
-            result.drop(TABLE).write.parquet(stage)
+            self.lake.write_staged(result.drop(TABLE), stage)
         elif sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes its part of each
-            result.write.partitionBy(TABLE).parquet(stage)
+            self.lake.write_staged(result, stage, TABLE)
         else:  # small ones: a file each
-            result.repartition(TABLE).write.partitionBy(TABLE).parquet(stage)
+            self.lake.write_staged(result.repartition(TABLE), stage, TABLE)
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
