@@ -137,7 +137,6 @@ class ChangeApplier:
         lap = Laps(rep)
         changes = changes.persist()
         log: _Appending | None = None
-        rows = changes
         try:
             # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark, and
             # each table's span of commit ts (a window without DDL then needs no job to find its tables)
@@ -174,19 +173,12 @@ class ChangeApplier:
                 log = self._log_batch(changes, rows, batch_id, rep, hi)
                 self._apply_keyed(changes, rows, batch_id, rep, lap, hi)
             log.wait()
-            if batch_id in self.held and log.kept is not rows:
-                # a batch with rows past the window: what it keeps for later is all in its changelog rows (those
-                # a restart would read), cached by their append; the whole batch's cache goes
-                self.held[batch_id] = (log.kept, log.kept)
             lap("changelog wait")
         finally:
             if log is not None and log.thread is not None:
                 log.thread.join()  # a failed write: the append still reads the cache
-            held = self.held.get(batch_id)
-            if held is None or held[0] is not changes:
+            if batch_id not in self.held:
                 changes.unpersist()
-            if log is not None and log.kept is not rows and (held is None or held[0] is not log.kept):
-                log.kept.unpersist()
         rep.applied_ts = st.applied_ts
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
@@ -270,9 +262,8 @@ class ChangeApplier:
                    upto: int) -> _Appending:
         """The batch's dead letters and changelog rows appended while its tables are written (nothing reads this
         batch from them before its progress is saved): every row (changelog "full"), or those a restart may
-        read (`restart_rows`: the rows past `upto` and the control rows), then cached for a batch that keeps
-        rows for a later window."""
-        kept = rows if self.o.changelog == "full" else rows.where(restart_rows(upto, self.o)).persist()
+        read (`restart_rows`: the rows past `upto` and the control rows)."""
+        kept = rows if self.o.changelog == "full" else rows.where(restart_rows(upto, self.o))
         log = _Appending(kept)
         log.thread = threading.Thread(target=self._append_batch, args=(changes, kept, batch_id, rep, log.failed),
                                       name=f"changelog-{batch_id}", daemon=True)

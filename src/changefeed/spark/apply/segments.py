@@ -254,6 +254,10 @@ class WindowApplier:
                 for table in touches(d, counts):
                     later = [x for x in ddls[step + 1:] if table in touches(x, counts)]
                     what = before_ddl(d, table, later, self.o.scd_type, self.o.keys)
+                    if what == KEEP and keyed_batch is None and d.commit_ts >= hi:
+                        # kept rows would follow the DDL as the table's commit `hi`, the DDL's own version (with
+                        # watermarks a version is a commit ts): taken for done, they would never be written
+                        what = WRITE
                     if what == WRITE:
                         cut.append(table)
                     elif what == DISCARD:
