@@ -264,7 +264,7 @@ class ChangeApplier:
         batch from them before its progress is saved): every row (changelog "full"), or those a restart may
         read (`restart_rows`: the rows past `upto` and the control rows)."""
         kept = rows if self.o.changelog == "full" else rows.where(restart_rows(upto, self.o))
-        log = _Appending(kept)
+        log = _Appending()
         log.thread = threading.Thread(target=self._append_batch, args=(changes, kept, batch_id, rep, log.failed),
                                       name=f"changelog-{batch_id}", daemon=True)
         log.thread.start()
@@ -352,8 +352,7 @@ class ChangeApplier:
 class _Appending:
     """A batch's changelog append, running beside its table writes."""
 
-    def __init__(self, kept: DataFrame) -> None:
-        self.kept = kept
+    def __init__(self) -> None:
         self.failed: list[BaseException] = []
         self.thread: threading.Thread | None = None
 

@@ -171,7 +171,7 @@ class DeltaLogs:
 
     def appends(self, path: str) -> bool:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""
-        return self._rs is not None and self._writer(path)[0] is self._rs
+        return self._writer(path)[0] is self._rs
 
     def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> None:
         """Files moved into the table's folder (name, size, modification time) added as this consumer's commit
@@ -179,8 +179,18 @@ class DeltaLogs:
         w, where = self._writer(path)
         if self._rs is None or w is not self._rs:
             raise TypeError(f"{path}: appends are committed here by delta-rs only")
-        self.forget(path)
-        self._rs.append(where, added, version, app_id)
+        before = self.files(path)
+        try:
+            committed = self._rs.append(where, added, version, app_id)
+        except Exception:
+            self.forget(path)
+            raise
+        if committed != before.version + 1:  # another writer's commit came between: read the log next time
+            self.forget(path)
+            return
+        # followed here, not listed again from the log: a log appended every micro-batch grows without end
+        self._files[path] = TableFiles(committed, before.schema_json,
+                                       {**before.files, **{quote(n): s for n, s, _ in added}}, before.refused)
 
     def forget(self, path: str) -> None:
         """Nothing kept of the table at `path` (moved, dropped, created again, or a failed commit)."""
