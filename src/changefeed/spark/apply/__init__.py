@@ -331,7 +331,7 @@ class ChangeApplier:
         path = self.store.path(db, tbl)
         if self.store.txn_version(path) >= version:
             return None
-        t = self.catalog.definition(db, tbl, w.rows_of)
+        t = self.catalog.definition(db, tbl, lambda: w.rows)
         self.ddl.create(t, path)
         # the lake's columns, not the definition's: a segment's rows may predate a definition learnt from later
         # messages of the same micro-batch (a column renamed after them still has its old name in the lake)

@@ -95,7 +95,7 @@ class MultiWriter:
 
     def _shape(self, p: Planned) -> tuple[Any, ...] | None:
         """What must be equal for tables to share one job: columns, key, and how images are typed."""
-        if p.write.window is None or any(ch in p.path for ch in _GLOB):
+        if not p.write.shared or any(ch in p.path for ch in _GLOB):
             return None
         keys = self.proj.keys(p.t)
         by = p.t.by_name
@@ -116,9 +116,7 @@ class MultiWriter:
                                     for i, (p, _) in enumerate(group)],
                             [("database", "string"), ("table", "string"), (TABLE, "int"), ("__lo", "long"),
                              ("__hi", "long")])
-        window = first.write.window
-        assert window is not None  # noqa: S101 - `groups` keeps only writes with one
-        rows = window.join(F.broadcast(bounds), ["database", "table"]).where(
+        rows = first.write.window.join(F.broadcast(bounds), ["database", "table"]).where(
             "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
         last, key_names, vals, has = last_ops(self.proj, self.o, t, rows, cols, group=(TABLE,))
         held = self._held(group, schema)

@@ -33,35 +33,28 @@ TableKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class TableWrite:
-    """Rows of one table, written as its commit `version`: `rows`, which are also the rows of `window` of this
-    table with a commit ts in (`after`, `upto`] (None: unbounded), for `multiwrite` (no `window`: only `rows`)."""
+    """Rows of one table, written as its commit `version`: those of `window` of this table with a commit ts in
+    (`after`, `upto`] (None: unbounded). `shared`: the window's tables may be written together in one job
+    (`multiwrite`); without watermarks each table keeps its own MERGE."""
 
     database: str
     table: str
-    rows_of: Callable[[], DataFrame]
     version: int
-    window: DataFrame | None = None
+    window: DataFrame
     after: int | None = None
     upto: int | None = None
+    shared: bool = True
 
     @property
     def rows(self) -> DataFrame:
         """The write's rows, selected when asked: a window of many tables written together (`multiwrite`) needs
         no selection per table, and making one costs a few py4j calls per table."""
-        return self.rows_of()
-
-
-def _rows_of(window: DataFrame, db: str, tbl: str, after: int | None = None,
-             upto: int | None = None) -> Callable[[], DataFrame]:
-    def rows() -> DataFrame:
-        cond = (F.col("database") == db) & (F.col("table") == tbl)
-        if after is not None:
-            cond &= F.col("commit_ts") > after
-        if upto is not None:
-            cond &= F.col("commit_ts") <= upto
-        return window.where(cond)
-
-    return rows
+        cond = (F.col("database") == self.database) & (F.col("table") == self.table)
+        if self.after is not None:
+            cond &= F.col("commit_ts") > self.after
+        if self.upto is not None:
+            cond &= F.col("commit_ts") <= self.upto
+        return self.window.where(cond)
 
 
 @dataclass(frozen=True)
@@ -179,7 +172,7 @@ class WindowApplier:
             counts = schedule.tables_in_window(spans, lo, hi)
             if lap is not None:
                 lap("window")
-            self._write([TableWrite(db, tbl, _rows_of(window, db, tbl), hi, window) for db, tbl in sorted(counts)],
+            self._write([TableWrite(db, tbl, hi, window) for db, tbl in sorted(counts)],
                         rep)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
@@ -239,8 +232,7 @@ class WindowApplier:
                     version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
                                                    step=step)
                     last = upto if inclusive else upto - 1
-                    work.append(TableWrite(db, tbl, _rows_of(window, db, tbl, start, last), version,
-                                           window if keyed_batch is None else None, start, last))
+                    work.append(TableWrite(db, tbl, version, window, start, last, shared=keyed_batch is None))
                 done[table] = upto if inclusive else upto - 1
             return work
 
