@@ -10,6 +10,7 @@ whose log moved on since is read again).
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable
@@ -156,7 +157,7 @@ class DeltaLogs:
             tf = self.files(path)
         except Exception:  # noqa: BLE001 - no table there, or one neither can read: Spark says why
             return None
-        return [f["name"] for f in orjson.loads(tf.schema_json)["fields"]]
+        return list(_column_names(tf.schema_json))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """The consumer's txnVersion in the table, or the DDL version in its property `prop`, the higher."""
@@ -210,6 +211,12 @@ class DeltaLogs:
             self.forget(path)
             raise
         self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _column_names(schema_json: str) -> tuple[str, ...]:
+    """A Delta schema's column names, parsed once per schema: a window over many tables asks for each."""
+    return tuple(f["name"] for f in orjson.loads(schema_json)["fields"])
 
 
 def new_file_name() -> str:

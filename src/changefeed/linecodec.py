@@ -1,0 +1,115 @@
+"""The loops behind encode, decode, schema and tail: lines or topic records through a codec, line by line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING
+
+import orjson
+
+from .cliio import DeadLetter, bad_line
+from .codecs import ConsumerDecoder, Encoder, make_decoder
+from .errors import ChangefeedError, DecodeError
+from .eventline import EventReader, EventWriter, message_from_line, message_to_line
+
+if TYPE_CHECKING:
+    from .config import CodecConfig
+    from .sinkconfig import SinkURI
+    from .transport.files import Record
+
+
+def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, int]:
+    """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`."""
+    reader = EventReader()
+    n_events = n_msgs = 0
+    for lineno, line in lines:
+        advance(len(line) + 1)
+        try:
+            ev = reader.parse(line)
+        except DecodeError as e:
+            bad_line(e, lineno, line, errors, dead)
+            continue
+        try:
+            msgs = encoder.encode(ev)
+        except ChangefeedError as e:
+            raise ChangefeedError(f"line {lineno}: {e}") from e
+        n_events += 1
+        for m in msgs:
+            out.write(message_to_line(m) + b"\n")
+        n_msgs += len(msgs)
+    return n_events, n_msgs
+
+
+def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, Counter[str]]:
+    """Message lines to event lines; returns (messages, events per kind). Messages the decoder still holds at
+    the end are left to the caller (`finish_decoder`)."""
+    writer = EventWriter()
+    kinds: Counter[str] = Counter()
+    n_msgs = 0
+    for lineno, line in lines:
+        advance(len(line) + 1)
+        try:
+            m = message_from_line(line)
+            events = decoder.decode(m.value, m.key)
+        except DecodeError as e:
+            bad_line(e, lineno, line, errors, dead)
+            continue
+        n_msgs += 1
+        for ev in events:
+            kinds[ev.kind.value] += 1
+            out.write(writer.line(ev) + b"\n")
+    return n_msgs, kinds
+
+
+def write_avro_schemas(cfg: CodecConfig, lines: Iterable[tuple[int, bytes]], out: IO[bytes]) -> None:
+    """The key and value Avro schemas of every table (and table version) the event lines carry, once each."""
+    from .avro.schema import key_schema, value_schema
+
+    reader = EventReader()
+    seen: set[tuple] = set()
+    for lineno, line in lines:
+        try:
+            ev = reader.parse(line)
+        except DecodeError as e:
+            raise e.located(f"line {lineno}") from None
+        for t in (ev.table, ev.pre_table):
+            if t is None or not t.columns or t.signature() in seen:
+                continue
+            seen.add(t.signature())
+            out.write(orjson.dumps({"schema": t.schema, "table": t.table,
+                                    "key": key_schema(t, cfg), "value": value_schema(t, cfg)}) + b"\n")
+
+
+def topic_records(sink: SinkURI) -> Iterator[Record]:
+    """Every record of the sink's topic, from its files or its Kafka brokers (read lazily, as iterated)."""
+    from .transport.files import read_topic
+
+    if sink.scheme != "file":
+        from .transport.kafka import read_topic as read_kafka
+    return read_topic(sink.folder, sink.topic) if sink.scheme == "file" else read_kafka(  # type: ignore
+        sink, sink.topic)
+
+
+def tail_lines(records: Iterable[Record], cfg: CodecConfig, out: IO[bytes]) -> tuple[int, int]:
+    """Topic records decoded, a decoder per partition, to event lines with topic, partition and offset added;
+    returns (events, partitions)."""
+    writer = EventWriter()
+    decoders: dict[int, object] = {}
+    n = 0
+    for rec in records:
+        dec = decoders.get(rec.partition)
+        if dec is None:
+            dec = decoders[rec.partition] = make_decoder(cfg)  # a consumer per partition
+        try:
+            events = dec.decode(rec.value, rec.key)  # type: ignore[attr-defined]
+        except DecodeError as e:
+            raise e.located(f"{rec.topic}/{rec.partition}@{rec.offset}") from None
+        for ev in events:
+            obj = orjson.loads(writer.line(ev))
+            obj.update(topic=rec.topic, partition=rec.partition, offset=rec.offset)
+            out.write(orjson.dumps(obj) + b"\n")
+            n += 1
+    return n, len(decoders)
