@@ -156,6 +156,39 @@ def test_the_minimal_changelog_holds_what_a_restart_reads(spark, tmp_path: Path)
     assert kept["full"] >= changes > kept["minimal"] > 0, kept
 
 
+def test_a_replay_that_sees_another_partition_still_applies_what_its_changelog_left_out(spark, tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """Minimal changelog: a batch's first attempt appends the rows past its cutoff (the global watermark over the
+    topic's 3 partitions) and dies before any table write. Its replay reads the partition count anew and sees a
+    4th partition with no watermark yet: on its own it would apply nothing and hold the batch in memory only, so
+    the rows up to the first cutoff (in no changelog) would be gone once the consumer stopped. It applies up to
+    the recorded cutoff, and a restarted consumer ends where upstream is."""
+    from changefeed.spark.apply import ChangeApplier
+
+    events = list(generate(seed=17, transactions=80))
+    staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
+    produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
+    options = {"enable-tidb-extension": "true"}
+    copy_records(staged, live, "t", {0: 1.0, 1: 0.7, 2: 0.4})
+
+    def killed(*_: object, **__: object) -> None:
+        raise RuntimeError("killed after the changelog append, before the tables")
+
+    with monkeypatch.context() as m:
+        m.setattr(ChangeApplier, "_apply_watermarked", killed)
+        with pytest.raises(Exception, match="killed"):
+            consume(spark, live, lake, "canal-json", options, partitions={"t": 3})
+    log = spark.read.format("delta").load(str(lake / "_changefeed" / "changelog"))
+    first = log.where("kind IN ('insert', 'update', 'delete') AND table_def IS NULL").count()
+    consume(spark, live, lake, "canal-json", options, partitions={"t": 4})  # the replay, then the consumer stops
+    replayed = read_progress(spark, str(lake), last=True)[0]
+    assert log.where("kind IN ('insert', 'update', 'delete') AND table_def IS NULL").count() == first  # no append
+    copy_records(staged, live, "t", {0: 1.0, 1: 1.0, 2: 1.0})
+    consume(spark, live, lake, "canal-json", options, partitions={"t": 3})  # a new consumer: the rest
+    lake_equals(spark, lake, final_state(events))
+    assert replayed["batch_id"] == 0 and replayed["applied_ts"] > 0  # the replay applied up to the first cutoff
+
+
 def test_debezium_without_watermarks_applies_in_key_order(spark, tmp_path: Path) -> None:
     events = list(generate(seed=5, transactions=80))
     live, lake = tmp_path / "live", tmp_path / "lake"

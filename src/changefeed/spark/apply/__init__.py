@@ -92,6 +92,8 @@ class ChangeApplier:
         self.held: dict[int, tuple[DataFrame, DataFrame]] = {}
         # per cached batch with rows to apply: each table's least and latest commit ts and number of changes
         self.spans: dict[int, dict[tuple[str, str], schedule.Span]] = {}
+        # the latest batch's changelog cutoff recorded (batch id, cutoff): read back once, then kept here
+        self._recorded: tuple[int, int] | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -161,15 +163,18 @@ class ChangeApplier:
                 schedule.raise_delete_floors(st.floors, agg)
             if self.o.watermarks:
                 hi = self.global_watermark()
-                log = self._log_batch(changes, rows, batch_id, rep, max(st.applied_ts, hi))
+                upto = self._cutoff(batch_id, max(st.applied_ts, hi))
+                hi = upto if upto > st.applied_ts else hi  # with an earlier attempt's cutoff, if higher
+                log = self._log_batch(changes, rows, batch_id, rep, upto)
                 self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
                 lap("control")
                 self._apply_watermarked(changes, rows, batch_id, rep, lap, spans, hi)
             else:
                 self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
                 lap("control")
-                hi = schedule.barrier(self.catalog.pending.values(), self.catalog.copies, self.catalog.ddl_seen,
-                                      self.partitions()) if self.o.ddl_barrier else schedule.UNBOUNDED
+                hi = self._cutoff(batch_id, schedule.barrier(
+                    self.catalog.pending.values(), self.catalog.copies, self.catalog.ddl_seen, self.partitions())
+                    if self.o.ddl_barrier else schedule.UNBOUNDED)
                 log = self._log_batch(changes, rows, batch_id, rep, hi)
                 self._apply_keyed(changes, rows, batch_id, rep, lap, hi)
             log.wait()
@@ -187,6 +192,23 @@ class ChangeApplier:
         if self.on_batch is not None:
             self.on_batch(rep)
         return rep
+
+    def _cutoff(self, batch_id: int, upto: int) -> int:
+        """The batch's changelog cutoff: at least the one an earlier attempt of this batch recorded, recorded
+        before the append. Each attempt reads the topic's partition count anew (a watermark or a DDL barrier then
+        waits for a partition the first attempt did not know); its changelog commit keeps only the rows past its
+        cutoff, so a replay that landed none of its own applies at least up to it (a cutoff is a watermark every
+        partition known then had passed: TiCDC sent nothing older after it)."""
+        if self.o.changelog != "minimal":
+            return upto
+        if self._recorded is None:
+            self._recorded = self.progress.cutoff() or (-1, -1)
+        b, earlier = self._recorded
+        if b == batch_id and earlier >= upto:
+            return earlier
+        self.progress.save_cutoff(batch_id, upto)
+        self._recorded = (batch_id, upto)
+        return upto
 
     def _apply_watermarked(self, changes: DataFrame, rows: DataFrame, batch_id: int, rep: BatchReport,
                            lap: Callable[[str], None],

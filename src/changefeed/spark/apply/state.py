@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .options import ApplyOptions
 
 PROGRESS_PREFIX = "batch-"
+CUTOFF = "changelog-cutoff"  # beside the progress records: the latest batch's changelog cutoff (restart_rows)
 
 
 @dataclass
@@ -135,13 +136,25 @@ class ProgressLog:
         self.lake.write_json(self.lake.layout.progress, f"{PROGRESS_PREFIX}{batch_id:020d}.json", rec,
                              "the consumer's progress")
 
+    def cutoff(self) -> tuple[int, int] | None:
+        """The latest (batch id, changelog cutoff) recorded by `save_cutoff`."""
+        got = read_json_files(self.lake.spark, self.lake.layout.progress, CUTOFF, last=True)
+        return (int(got[-1]["batch_id"]), int(got[-1]["upto"])) if got else None
+
+    def save_cutoff(self, batch_id: int, upto: int) -> None:
+        """Recorded before the batch's changelog append, which keeps only the rows past `upto`."""
+        self.lake.write_json(self.lake.layout.progress, f"{CUTOFF}.json", {"batch_id": batch_id, "upto": upto},
+                             "the changelog's cutoff")
+
 
 def restart_rows(upto: int, options: ApplyOptions) -> str:
     """The rows of a micro-batch a restart may read back from the changelog (SQL): every control row (DDL,
     BOOTSTRAP, watermarks, truncates) and row shape (`restore` rebuilds the catalog from them), and the rows not
     applied by the batch's end, those past `upto` (with watermarks: the applied watermark then; without: the DDL
     barrier). The rows at or below it are in their tables, each table's commit made before the batch's progress
-    record; a replayed batch computes the same `upto` from the same progress record and records."""
+    record. A replayed batch computes `upto` from the same progress record and records, but also from the topic's
+    partition count of its own time: it applies at least up to the cutoff an earlier attempt recorded
+    (`ChangeApplier._cutoff`), whose changelog commit may be the one that landed."""
     cond = f"kind NOT IN {ROW_KINDS_SQL} OR table_def IS NOT NULL OR commit_ts > {upto}"
     if options.watermarks:  # never applied in a window: kept as they came
         cond += " OR commit_ts IS NULL"
