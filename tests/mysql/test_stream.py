@@ -139,6 +139,19 @@ def test_schema_ddl_and_tables_created_after_the_start(mariadb) -> None:
         assert list(enc.encode(e))
 
 
+def test_schema_ddl_with_a_quoted_name(mariadb) -> None:
+    """A database named in backquotes (as mysqldump and most tools write it), a backquote in the name too."""
+    mariadb.run("DROP DATABASE IF EXISTS `quoted db`", "DROP DATABASE IF EXISTS `q``d`")
+    src = BinlogSource(parse_mysql_uri(mariadb.uri("*.*", snapshot="false")))
+    mariadb.run("CREATE DATABASE `quoted db`", "CREATE DATABASE IF NOT EXISTS `q``d`", "DROP DATABASE `q``d`",
+                "DROP DATABASE `quoted db`")
+    events = [e for _, evs in drain(src) for e in evs]
+    src.close()
+    assert [(e.ddl_type, (e.table or e.pre_table).schema) for e in events] == [
+        ("ActionCreateSchema", "quoted db"), ("ActionCreateSchema", "q`d"), ("ActionDropSchema", "q`d"),
+        ("ActionDropSchema", "quoted db")]
+
+
 def test_multi_table_drop_and_rename_are_one_ddl_per_table(mariadb) -> None:
     db = mariadb.fresh_db("multi_db")
     mariadb.run("CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)",

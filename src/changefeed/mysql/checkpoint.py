@@ -18,6 +18,7 @@ import orjson
 from ..config import ConfigError
 from ..eventline import table_from_json, table_to_json
 from ..model import TableInfo
+from .uri import MySQLURI
 
 
 @dataclass
@@ -75,3 +76,7 @@ def load(path: Path) -> Checkpoint | None:
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {path}: unreadable ({e}); remove it to start from the current position") \
             from None
+
+
+def load_checkpoint(uri: MySQLURI) -> Checkpoint | None:
+    return load(uri.checkpoint) if uri.checkpoint is not None else None

@@ -1,4 +1,5 @@
-"""Talking to the server outside the binlog stream: preconditions, table definitions, consistent reads.
+"""Talking to the server outside the binlog stream: preconditions, table definitions, consistent reads (and the
+captured tables' live state read in one).
 
 Errors are one line naming the server and the setting or privilege that is missing, so an operator can fix
 it without reading a traceback.
@@ -13,7 +14,9 @@ from typing import Any
 from ..errors import SourceError
 from ..model import Column, TableInfo
 from ..sqlschema import SchemaError, parse_create_table
+from ..upstream import TableState, UpstreamState, row_key
 from .checkpoint import Position
+from .convert import RowConverter
 from .uri import MySQLURI
 
 
@@ -211,3 +214,24 @@ class ConsistentRead:
             query(self.conn, "COMMIT")
         finally:
             self.conn.close()
+
+
+def live_state(uri: MySQLURI) -> tuple[UpstreamState, Position]:
+    """The captured tables as they are now (one consistent read), and the binlog position they are at."""
+    conn = connect(uri)
+    try:
+        flavor = uri.flavor or flavor_of(conn)
+    finally:
+        conn.close()
+    read = ConsistentRead(uri, flavor)
+    try:
+        state = UpstreamState()
+        for _, t in read.tables:
+            st = state.tables.setdefault((t.schema, t.table), TableState(t))
+            conv = RowConverter(t)
+            for r in read.rows(t):
+                row = conv.row(r, None)
+                st.rows[row_key(t, row)] = row
+        return state, read.position
+    finally:
+        read.close()

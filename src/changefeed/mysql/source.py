@@ -5,37 +5,31 @@ ts from its commit time (physical ms << 18, plus a logical counter so that ts st
 query events: `SchemaTracker` keeps the definition of every captured table at the binlog position being read
 (started from SHOW CREATE TABLE, or from a checkpoint), which gives each DDL its before/after definitions and
 each row the column types it was written with.
+
+What a query event's statement is, and a DDL's events, come from statements.py; the live tables' state
+(`live_state`) from server.py.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ddl import action_from_query, split_top_level
 from ..model import Event, Kind, TableInfo
-from ..sqlschema import SchemaError, SchemaTracker
+from ..sqlschema import SchemaTracker
 from ..tso import compose
-from ..upstream import TableState, UpstreamState, row_key
-from . import checkpoint as ckpt
+from ..upstream import UpstreamState
 from . import server
-from .checkpoint import Checkpoint, Position
+from .checkpoint import Checkpoint, Position, load_checkpoint
 from .convert import RowConverter
-from .server import SourceError
-from .uri import SYSTEM_SCHEMAS, MySQLURI
+from .server import SourceError, live_state
+from .statements import DML, NOT_DDL, TXN_CONTROL, ddl_events, query_text, split_multi_table
+from .uri import MySQLURI
 
-_DML = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.I | re.S)
-_TXN_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s+SAVEPOINT)", re.I)
-_NOT_DDL = re.compile(r"\s*(?:/\*.*?\*/\s*)*(FLUSH|GRANT|REVOKE|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|SET\s|"
-                      r"ANALYZE|OPTIMIZE|CHECK|REPAIR|CREATE\s+(?:DEFINER|FUNCTION|PROCEDURE|TRIGGER|EVENT|"
-                      r"ROLE)|DROP\s+(?:FUNCTION|PROCEDURE|TRIGGER|EVENT|ROLE))", re.I | re.S)
-
-
-_SCHEMA_DDL = re.compile(r"\s*(CREATE|DROP)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
-                         r"(?:`((?:[^`]|``)+)`|([^\s;`]+))", re.I)
+__all__ = ["BinlogSource", "CommitClock", "Transaction", "live_state", "load_checkpoint", "mysql_events",
+           "split_multi_table"]
 
 
 @dataclass
@@ -52,28 +46,6 @@ class Transaction:
 @dataclass
 class _Open:
     events: list[Event] = field(default_factory=list)
-
-
-_MULTI_TABLE = re.compile(r"^(DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?|RENAME\s+TABLES?\s+)(.*?)"
-                          r"(\s+(?:RESTRICT|CASCADE))?$", re.I | re.S)
-
-
-def split_multi_table(query: str) -> list[str]:
-    """`DROP TABLE a, b` -> `DROP TABLE a`, `DROP TABLE b` (and RENAME TABLE's pairs); other statements as
-    they are."""
-    q = " ".join(re.sub(r"/\*.*?\*/", " ", query, flags=re.S).split()).rstrip(";").strip()
-    m = _MULTI_TABLE.match(q)
-    if m is None:
-        return [query]
-    items = [i.strip() for i in split_top_level(m.group(2)) if i.strip()]
-    if len(items) < 2:
-        return [query]
-    head = m.group(1)
-    if head.upper().startswith("DROP"):
-        head = "DROP TABLE " + ("IF EXISTS " if re.search(r"IF\s+EXISTS", head, re.I) else "")
-    else:
-        head = "RENAME TABLE "
-    return [head + i for i in items]
 
 
 class CommitClock:
@@ -261,40 +233,6 @@ class BinlogSource:
                 c.set_values = list(ct.elements)
             c.unsigned = ct.unsigned
 
-    def _ddl(self, ev: Any) -> list[Event]:
-        """The DDL events of a query event: one per table for DROP TABLE a, b and RENAME TABLE a TO b, c TO d
-        (as TiDB runs them, one job each)."""
-        q = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
-        schema = ev.schema.decode("utf-8") if isinstance(ev.schema, bytes) else str(ev.schema or "")
-        return [e for part in split_multi_table(q) for e in self._ddl_one(part, schema)]
-
-    def _ddl_one(self, q: str, schema: str) -> list[Event]:
-        try:
-            before, after = self.tracker.apply(q, schema)
-        except SchemaError as e:
-            raise SourceError(f"DDL at {self._here()}: {e}") from None
-        subject = after or before
-        if subject is None:
-            m = _SCHEMA_DDL.match(q)
-            if m is None:
-                return []
-            db = m.group(3) if m.group(3) is not None else m.group(4)
-            db = db.replace("``", "`")
-            if db.lower() in SYSTEM_SCHEMAS or not self.uri.filter.match(db, ""):
-                return []
-            create = m.group(1).upper() == "CREATE"
-            t = TableInfo(schema=db, table="")
-            return [Event(kind=Kind.DDL, commit_ts=0, query=q, table=t if create else None,
-                          pre_table=None if create else t,
-                          ddl_type="ActionCreateSchema" if create else "ActionDropSchema")]
-        if not (self.uri.wants(subject.schema, subject.table) or
-                (before is not None and self.uri.wants(before.schema, before.table))):
-            return []
-        action = action_from_query(q)
-        if after is not None and before is None and action == "ActionNone":
-            action = "ActionCreateTable"
-        return [Event(kind=Kind.DDL, commit_ts=0, table=after, pre_table=before, query=q, ddl_type=action)]
-
     def _here(self) -> str:
         s = self._stream
         return f"{s.log_file}:{s.log_pos}" if s is not None else "?"
@@ -371,8 +309,8 @@ class BinlogSource:
             if isinstance(ev, XidEvent):
                 end = True
             elif isinstance(ev, QueryEvent):
-                q = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
-                m = _TXN_CONTROL.match(q)
+                q = query_text(ev)
+                m = TXN_CONTROL.match(q)
                 if m:
                     word = m.group(1).upper()
                     if word == "BEGIN":
@@ -384,14 +322,14 @@ class BinlogSource:
                         continue
                     if not end:
                         continue
-                elif _DML.match(q):
+                elif DML.match(q):
                     raise SourceError(f"binlog {self._here()}: a statement-based change ({q[:60]!r}): "
                                       "binlog_format must be ROW (SET GLOBAL binlog_format=ROW) for the "
                                       "capture to see rows")
-                elif _NOT_DDL.match(q):
+                elif NOT_DDL.match(q):
                     continue
                 else:
-                    ddl = self._ddl(ev)
+                    ddl = ddl_events(self.tracker, self.uri, ev, self._here())
                     end = True
             if not end:
                 continue
@@ -422,27 +360,6 @@ class BinlogSource:
         self.ctl.close()
 
 
-def live_state(uri: MySQLURI) -> tuple[UpstreamState, Position]:
-    """The captured tables as they are now (one consistent read), and the binlog position they are at."""
-    conn = server.connect(uri)
-    try:
-        flavor = uri.flavor or server.flavor_of(conn)
-    finally:
-        conn.close()
-    read = server.ConsistentRead(uri, flavor)
-    try:
-        state = UpstreamState()
-        for _, t in read.tables:
-            st = state.tables.setdefault((t.schema, t.table), TableState(t))
-            conv = RowConverter(t)
-            for r in read.rows(t):
-                row = conv.row(r, None)
-                st.rows[row_key(t, row)] = row
-        return state, read.position
-    finally:
-        read.close()
-
-
 def mysql_events(source: str, state_box: list[UpstreamState]) -> Iterator[Event]:
     """`changefeed run`'s source: the captured tables as they are (a snapshot, unless snapshot=false), then the
     binlog to its end; then one consistent read of the live tables (the expected state), and the binlog up to
@@ -460,9 +377,3 @@ def mysql_events(source: str, state_box: list[UpstreamState]) -> Iterator[Event]
     finally:
         src.close()
     state_box.append(state)
-
-
-def load_checkpoint(uri: MySQLURI) -> Checkpoint | None:
-    return ckpt.load(uri.checkpoint) if uri.checkpoint is not None else None
-
-
