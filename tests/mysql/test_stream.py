@@ -142,7 +142,7 @@ def test_schema_ddl_and_tables_created_after_the_start(mariadb) -> None:
 def test_schema_ddl_with_a_quoted_name(mariadb) -> None:
     """A database named in backquotes (as mysqldump and most tools write it), a backquote in the name too."""
     mariadb.run("DROP DATABASE IF EXISTS `quoted db`", "DROP DATABASE IF EXISTS `q``d`")
-    src = BinlogSource(parse_mysql_uri(mariadb.uri("*.*", snapshot="false")))
+    src = BinlogSource(parse_mysql_uri(mariadb.uri("quoted?db.*,q?d.*", snapshot="false")))
     mariadb.run("CREATE DATABASE `quoted db`", "CREATE DATABASE IF NOT EXISTS `q``d`", "DROP DATABASE `q``d`",
                 "DROP DATABASE `quoted db`")
     events = [e for _, evs in drain(src) for e in evs]
