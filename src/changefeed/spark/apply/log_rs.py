@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
+
+import orjson
 
 from ...errors import ApplyError
 from .deltalog import TableFiles, refusal
@@ -33,9 +36,15 @@ class RustLog:
 
     def __init__(self) -> None:
         self._open: dict[str, Any] = {}
+        # a table whose kept object is brought up to its own commit after it, off the commit's path
+        self._following: dict[str, Future[None]] = {}
+        self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
 
     def _table(self, path: str) -> Any:
         """The table at its latest version."""
+        pending = self._following.pop(path, None)
+        if pending is not None:
+            pending.result()
         dt = self._open.get(path)
         if dt is not None:
             if os.path.exists(_log_file(path, dt.version() + 1)):
@@ -49,6 +58,9 @@ class RustLog:
         return dt
 
     def forget(self, path: str) -> None:
+        pending = self._following.pop(path, None)
+        if pending is not None:
+            pending.exception()  # done with it either way: the table is read anew
         self._open.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
@@ -113,8 +125,27 @@ class RustLog:
         dt.create_write_transaction(_adds_of(added), mode="overwrite", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, now)]))
-        dt.update_incremental()
+        committed = before.version + 1
+        if _holds_txn(_log_file(path, committed), app_id, version):
+            # the commit is the next version: the kept object follows it in the background (a window over many
+            # tables commits each; the next use of this table waits for it)
+            self._following[path] = self._follower.submit(dt.update_incremental)
+            return committed
+        dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
+
+
+def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
+    """Whether a commit file holds this app's transaction `version` (the commit is ours)."""
+    try:
+        with open(log_file, "rb") as f:
+            for line in f:
+                txn = orjson.loads(line).get("txn")
+                if txn is not None and txn.get("appId") == app_id and txn.get("version") == version:
+                    return True
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return False
+    return False
 
 
 def _adds_of(added: list[tuple[str, int, int]]) -> list[Any]:
