@@ -163,7 +163,7 @@ class ChangeApplier:
                 schedule.raise_delete_floors(st.floors, agg)
             if self.o.watermarks:
                 hi = self.global_watermark()
-                upto = self._cutoff(batch_id, max(st.applied_ts, hi))
+                upto = self._cutoff(batch_id, max(st.applied_ts, hi), floor=st.applied_ts)
                 hi = upto if upto > st.applied_ts else hi  # with an earlier attempt's cutoff, if higher
                 log = self._log_batch(changes, rows, batch_id, rep, upto)
                 self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
@@ -174,7 +174,7 @@ class ChangeApplier:
                 lap("control")
                 hi = self._cutoff(batch_id, schedule.barrier(
                     self.catalog.pending.values(), self.catalog.copies, self.catalog.ddl_seen, self.partitions())
-                    if self.o.ddl_barrier else schedule.UNBOUNDED)
+                ) if self.o.ddl_barrier else schedule.UNBOUNDED
                 log = self._log_batch(changes, rows, batch_id, rep, hi)
                 self._apply_keyed(changes, rows, batch_id, rep, lap, hi)
             log.wait()
@@ -193,12 +193,13 @@ class ChangeApplier:
             self.on_batch(rep)
         return rep
 
-    def _cutoff(self, batch_id: int, upto: int) -> int:
+    def _cutoff(self, batch_id: int, upto: int, floor: int | None = None) -> int:
         """The batch's changelog cutoff: at least the one an earlier attempt of this batch recorded, recorded
         before the append. Each attempt reads the topic's partition count anew (a watermark or a DDL barrier then
         waits for a partition the first attempt did not know); its changelog commit keeps only the rows past its
         cutoff, so a replay that landed none of its own applies at least up to it (a cutoff is a watermark every
-        partition known then had passed: TiCDC sent nothing older after it)."""
+        partition known then had passed: TiCDC sent nothing older after it). A cutoff at `floor` (the applied
+        watermark, which every attempt starts from) is not recorded: no attempt computes less."""
         if self.o.changelog != "minimal":
             return upto
         if self._recorded is None:
@@ -206,6 +207,8 @@ class ChangeApplier:
         b, earlier = self._recorded
         if b == batch_id and earlier >= upto:
             return earlier
+        if floor is not None and upto <= floor:
+            return upto
         self.progress.save_cutoff(batch_id, upto)
         self._recorded = (batch_id, upto)
         return upto
