@@ -145,11 +145,11 @@ def test_the_minimal_changelog_holds_what_a_restart_reads(spark, tmp_path: Path)
         kept[mode] = len(log)
         from delta.tables import DeltaTable
 
-        # on a local lake the appends are delta-rs commits of Spark-written Parquet (as Delta's own appends, the
-        # txn of each batch in the log)
+        # on a local lake the appends are driver-side commits of Spark-written Parquet, written as the log's files
+        # (as Delta's own appends, the txn of each batch in the log)
         history = DeltaTable.forPath(spark, str(lake / "_changefeed" / "changelog")).history().collect()
         appends = [r for r in history if r["operation"] != "CREATE TABLE"]
-        assert appends and all((r["engineInfo"] or "").startswith("delta-rs") for r in appends), history
+        assert appends and all((r["engineInfo"] or "").startswith("changefeed") for r in appends), history
         if mode == "minimal":
             assert all(r["table_def"] is not None or r["commit_ts"] > applied[r["_batch"]] for r in log)
     # every change (TiCDC's canal-json splits an update of the key into a delete and an insert: a few more rows)

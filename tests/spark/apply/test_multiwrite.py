@@ -15,6 +15,7 @@ from changefeed.ddl import action_from_query
 from changefeed.model import Event, Kind
 from changefeed.spark.apply import read_progress
 from changefeed.spark.apply.deltalog import DELTA_RS
+from changefeed.spark.apply.log_rs import DIRECT
 from changefeed.sqlschema import SchemaTracker
 from changefeed.upstream import final_state
 
@@ -99,11 +100,14 @@ def _events(seed: int = 7, transactions: int = 150) -> list[Event]:
     return out
 
 
-@pytest.mark.parametrize("committer", ["delta-rs", "Apache-Spark"])
+@pytest.mark.parametrize("committer", ["changefeed", "delta-rs", "Apache-Spark"])
 def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: Path, monkeypatch,
                                                               committer: str) -> None:
-    """Both ways of committing from the driver: delta-rs (a local lake) and Delta's own classes (others)."""
-    if committer != "delta-rs":
+    """Every way of committing from the driver: the log's file written directly (a local lake's plain tables),
+    delta-rs (a local lake's others) and Delta's own classes (other file systems)."""
+    if committer == "delta-rs":
+        monkeypatch.setenv(DIRECT, "0")
+    if committer == "Apache-Spark":
         monkeypatch.setenv(DELTA_RS, "0")
     events = _events()
     staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"

@@ -182,7 +182,7 @@ class DeltaLogs:
             raise TypeError(f"{path}: appends are committed here by delta-rs only")
         before = self.files(path)
         try:
-            committed = self._rs.append(where, added, version, app_id)
+            committed = self._rs.append(where, before, added, version, app_id)
         except Exception:
             self.forget(path)
             raise

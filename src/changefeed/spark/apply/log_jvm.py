@@ -5,13 +5,12 @@ checksums and checkpoints itself."""
 from __future__ import annotations
 
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import orjson
 
 from ...errors import ApplyError
+from . import logfile
 from .deltalog import TableFiles, refusal
 
 if TYPE_CHECKING:
@@ -77,10 +76,8 @@ class JvmLog:
         txn = self.lake._jvm_log(path).startTransaction()
         if int(txn.readVersion()) >= 0:
             return False
-        meta = self._action({"metaData": {
-            "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
-            "partitionColumns": [], "configuration": configuration, "createdTime": int(time.time() * 1000)}})
-        protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+        meta = self._action(logfile.metadata(schema_json, configuration, int(time.time() * 1000)))
+        protocol = logfile.PLAIN_PROTOCOL
         none = jvm.scala.Option.empty()
         op = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$CreateTable")(meta, False, False, none)
         txn.commit(self._seq([meta, protocol]), op)
@@ -91,11 +88,7 @@ class JvmLog:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         jvm = self._jvm()
         now = int(time.time() * 1000)
-        actions: list[dict[str, Any]] = [
-            {"remove": {"path": p, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                        "partitionValues": {}, "size": size}} for p, size in before.files.items()]
-        actions += [{"add": {"path": quote(name), "partitionValues": {}, "size": size, "modificationTime": mtime,
-                             "dataChange": True}} for name, size, mtime in added]
+        actions = [*logfile.removes(before.files, now), *logfile.adds(added)]
         actions.append({"txn": {"appId": app_id, "version": version, "lastUpdated": now}})
         txn = self.lake._jvm_log(path).startTransaction()
         if int(txn.readVersion()) != before.version:

@@ -3,10 +3,12 @@ the local file system.
 
 A driver-side commit through Delta's JVM classes costs several times what delta-rs takes for the same commit,
 and a table's creation more still (Delta plans a query over the empty table for its first checksum): a window
-over hundreds of tables pays that per table (figures in bench/RESULTS.md). The commits are ordinary Delta commits
-(add, remove, txn, commitInfo; checkpoints at the table's interval) that Spark's Delta reads and continues;
-delta-rs writes no checksum files, so Spark rebuilds a table's state itself when it next writes one (a MERGE, a
-DDL), and `Lake.columns` asks delta-rs for a table's columns rather than Spark.
+over hundreds of tables pays that per table (figures in bench/RESULTS.md). A plain table's commits and creation
+are written as the log's files (`logfile`: cheaper still than delta-rs's own commit), others by delta-rs; reads
+and checkpoints are delta-rs's. Either way they are ordinary Delta commits (add, remove, txn, commitInfo;
+checkpoints at the table's interval) that Spark's Delta reads and continues; neither writes checksum files, so
+Spark rebuilds a table's state itself when it next writes one (a MERGE, a DDL), and `Lake.columns` asks delta-rs
+for a table's columns rather than Spark.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from urllib.parse import quote
 import orjson
 
 from ...errors import ApplyError
+from . import logfile
 from .deltalog import TableFiles, refusal
+
+DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
+CHECKPOINT_INTERVAL = 100  # delta-rs's default for `delta.checkpointInterval`
 
 
 def _log_file(path: str, version: int) -> str:
@@ -39,6 +45,8 @@ class RustLog:
         # a table whose kept object is brought up to its own commit after it, off the commit's path
         self._following: dict[str, Future[None]] = {}
         self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
+        self._interval: dict[str, int] = {}  # a table's checkpoint interval, as last read
+        self.direct = os.environ.get(DIRECT, "1") != "0"
 
     def _table(self, path: str) -> Any:
         """The table at its latest version."""
@@ -75,6 +83,7 @@ class RustLog:
         schema = dt.schema().to_json()
         meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
                 "schemaString": schema}
+        self._interval[path] = int(m.configuration.get("delta.checkpointInterval") or CHECKPOINT_INTERVAL)
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
         return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
                           refusal(protocol, meta, []))
@@ -91,6 +100,10 @@ class RustLog:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError
 
+        if self.direct:
+            os.makedirs(os.path.join(path, "_delta_log"), exist_ok=True)
+            return logfile.put_if_absent(_log_file(path, 0),
+                                         logfile.creation(schema_json, configuration, int(time.time() * 1000)))
         try:
             DeltaTable.create(path, Schema.from_json(schema_json), mode="error", configuration=configuration,
                               raise_if_key_not_exists=False)
@@ -100,10 +113,17 @@ class RustLog:
             raise
         return True
 
-    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> int:
-        """Files added (none: a commit of the txn alone), with this app's txn `version`: the version committed."""
+    def append(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
+               app_id: str) -> int:
+        """Files added (none: a commit of the txn alone) to the table `before` was read of, with this app's txn
+        `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
+        if self._direct(before, added):
+            committed = self._put(path, before, {}, added, version, app_id, "Append")
+            if committed is not None:
+                return committed
+            # another writer's commit came first: an append goes on top of it, by delta-rs (which reads it)
         dt = self._table(path)
         dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
@@ -116,6 +136,13 @@ class RustLog:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
+        if self._direct(before, added):
+            committed = self._put(path, before, before.files, added, version, app_id, "Overwrite")
+            if committed is None:
+                self.forget(path)
+                raise ApplyError(f"{path}: the table moved on from version {before.version} while this consumer "
+                                 "rewrote it (another writer?)")
+            return committed
         dt = self._table(path)
         if dt.version() != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
@@ -133,6 +160,24 @@ class RustLog:
             return committed
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
+
+
+    def _direct(self, before: TableFiles, added: list[tuple[str, int, int]]) -> bool:
+        """Whether this commit is written as a file here (`logfile`): a plain table, plain file names."""
+        return self.direct and before.refused is None and logfile.plain(before.files) \
+            and logfile.plain(n for n, _, _ in added)
+
+    def _put(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
+             version: int, app_id: str, mode: str) -> int | None:
+        """The commit on top of `before`, as the log's next file: the version committed (None: a commit of that
+        version is there already). A checkpoint follows at the table's interval, as delta-rs makes one."""
+        committed = before.version + 1
+        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode)
+        if not logfile.put_if_absent(_log_file(path, committed), data):
+            return None
+        if committed % self._interval.get(path, CHECKPOINT_INTERVAL) == 0:
+            self._table(path).create_checkpoint()
+        return committed
 
 
 def _holds_txn(log_file: str, app_id: str, version: int) -> bool:

@@ -1,0 +1,107 @@
+"""Delta commits written as the log's files (`logfile`, through `RustLog`), read back by delta-rs, an independent
+reader of the log (no Spark here; the Spark-side reads are in test_multiwrite and test_pipeline)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from changefeed.errors import ApplyError
+from changefeed.spark.apply import logfile
+from changefeed.spark.apply.log_rs import RustLog
+
+SCHEMA = ('{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},'
+          '{"name":"name","type":"string","nullable":true,"metadata":{}}]}')
+ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+
+
+def _file(table: Path, name: str, rows: list[tuple[int, str]]) -> tuple[str, int, int]:
+    pq.write_table(pa.table({"id": [r[0] for r in rows], "name": [r[1] for r in rows]}, schema=ROWS),
+                   table / name)
+    st = os.stat(table / name)
+    return name, st.st_size, int(st.st_mtime * 1000)
+
+
+def _rows(path: Path) -> list[tuple[int, str]]:
+    return sorted((r["id"], r["name"]) for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist())
+
+
+def test_a_created_table_rewritten_and_appended_reads_back_in_delta_rs(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    assert log.create(str(path), SCHEMA, {"changefeed.app.ddlVersion": "5"})
+    assert not log.create(str(path), SCHEMA, {})  # a table is there: not made again
+    dt = DeltaTable(str(path))
+    assert dt.version() == 0 and dt.metadata().configuration == {"changefeed.app.ddlVersion": "5"}
+    assert [f.name for f in dt.schema().fields] == ["id", "name"]
+    p = dt.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (1, 2)
+
+    first = _file(path, "part-00000-a-c000.snappy.parquet", [(1, "a"), (2, "b")])
+    assert log.commit(str(path), log.read(str(path), None), [first], 7, "app") == 1
+    before = log.read(str(path), None)
+    assert before.version == 1 and set(before.files) == {first[0]}
+    second = _file(path, "part-00000-b-c000.snappy.parquet", [(2, "B"), (3, "c")])
+    assert log.commit(str(path), before, [second], 9, "app") == 2
+    assert _rows(path) == [(2, "B"), (3, "c")]  # the first file removed, the second added
+    third = _file(path, "part-00000-c-c000.snappy.parquet", [(4, "d")])
+    assert log.append(str(path), log.read(str(path), None), [third], 11, "app") == 3
+    assert _rows(path) == [(2, "B"), (3, "c"), (4, "d")]
+    dt = DeltaTable(str(path))
+    assert dt.transaction_version("app") == 11
+    history = dt.history()
+    assert [h["operation"] for h in history] == ["WRITE", "WRITE", "WRITE", "CREATE TABLE"]
+    assert history[0]["operationParameters"]["mode"] == "Append"
+    assert history[1]["operationParameters"]["mode"] == "Overwrite"
+    assert all(h.get("engineInfo") == logfile.ENGINE for h in history)
+    assert not [n for n in os.listdir(path / "_delta_log") if n.endswith(".tmp")]
+
+
+def test_a_rewrite_over_a_version_another_writer_moved_on_from_is_refused(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    before = log.read(str(path), None)
+    write_deltalake(str(path), pa.table({"id": [9], "name": ["theirs"]}, schema=ROWS), mode="append")
+    mine = _file(path, "part-00000-m-c000.snappy.parquet", [(1, "mine")])
+    with pytest.raises(ApplyError, match="moved on from version 0"):
+        log.commit(str(path), before, [mine], 3, "app")
+    assert _rows(path) == [(9, "theirs")] and DeltaTable(str(path)).transaction_version("app") is None
+    # an append over it goes on top of the other writer's commit (delta-rs reads it first)
+    assert log.append(str(path), before, [mine], 3, "app") == 2
+    assert _rows(path) == [(1, "mine"), (9, "theirs")]
+
+
+def test_a_checkpoint_follows_at_the_tables_interval(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {"delta.checkpointInterval": "2"})
+    for i in range(3):
+        added = _file(path, f"part-0000{i}-x-c000.snappy.parquet", [(i, str(i))])
+        log.commit(str(path), log.read(str(path), None), [added], i, "app")
+    names = os.listdir(path / "_delta_log")
+    assert f"{2:020d}.checkpoint.parquet" in names and f"{1:020d}.checkpoint.parquet" not in names
+    assert _rows(path) == [(2, "2")]
+
+
+def test_names_a_uri_would_escape_go_through_delta_rs(tmp_path: Path) -> None:
+    assert logfile.plain(["part-00000-0a1b-c000.snappy.parquet"])
+    assert not logfile.plain(["a b.parquet"]) and not logfile.plain(["x%20.parquet"])
+    assert not logfile.plain(["d=1/part.parquet"])
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    odd = _file(path, "part 00000.parquet", [(1, "a")])
+    assert log.commit(str(path), log.read(str(path), None), [odd], 1, "app") == 1
+    assert _rows(path) == [(1, "a")]
+    assert DeltaTable(str(path)).history()[0]["engineInfo"] != logfile.ENGINE  # delta-rs made it
+
+
+def test_a_version_already_there_is_left_as_it_is(tmp_path: Path) -> None:
+    target = tmp_path / "00000000000000000001.json"
+    target.write_bytes(b"theirs\n")
+    assert not logfile.put_if_absent(str(target), b"ours\n")
+    assert target.read_bytes() == b"theirs\n" and os.listdir(tmp_path) == [target.name]
+    fresh = tmp_path / "00000000000000000002.json"
+    assert logfile.put_if_absent(str(fresh), b"ours\n") and fresh.read_bytes() == b"ours\n"
