@@ -5,8 +5,9 @@ costs the same few Spark jobs and a Delta commit whatever its size, so the windo
 number of tables. Here the tables of one shape (the same lake columns and types, the same key, the same MySQL
 column types: one typing of their images) are written together: one job takes every table's last operation
 per key (`scd1.last_ops`, grouped by table too), joins it with the rows the tables hold (their files read at
-once, each file's table found by its name), and writes each table's new rows into its own folder of the
-lake's staging area. Each table then gets an ordinary Delta commit made on the driver (`deltalog`): its old
+once, each file's table found by its name), and writes each table's new rows as files of its own: a small
+group's by the driver, straight into the tables' folders (`driverfiles`), others into the lake's staging area,
+moved into place after. Each table then gets an ordinary Delta commit made on the driver (`deltalog`): its old
 files removed, the new ones added, this consumer's txn version; a replay skips a table already committed, as
 for a MERGE. Only SCD1 tables that are plain (no column mapping, deletion vectors, CDC files...) and small
 (`deltalog.MAX_TABLE_BYTES` in a group, `ALONE_MAX_BYTES` alone) are written so: the whole table is rewritten,
@@ -20,12 +21,13 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from . import driverfiles
 from .deltalog import MAX_TABLE_BYTES, TableFiles, file_name, new_file_name
 from .options import q, sql_string
 from .ordering import UPSERT
@@ -143,25 +145,37 @@ class MultiWriter:
                 v = F.when(v.isNull(), F.raise_error(F.lit(f"NOT NULL column {f.name} would hold NULL"))).otherwise(v)
             out.append(v.alias(f.name))
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
-        stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
-        if len(group) == 1:  # one table: written as the join leaves it, a file per task
-            self.lake.write_staged(result.drop(TABLE), stage)
-        elif sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes its part of each
-            self.lake.write_staged(result, stage, TABLE)
-        else:  # small ones: a file each
-            self.lake.write_staged(result.repartition(TABLE), stage, TABLE)
+        folders = [self.logs.local(p.path) for p, _ in group]
+        stage: str | None = None
+        if driverfiles.small(sum(tf.size for _, tf in group), [p.write.changes for p, _ in group]) \
+                and all(f is not None for f in folders):  # the files written by the driver, in place
+            written = driverfiles.write_tables(result.toArrow(), TABLE, cast(list[str], folders), new_file_name)
+
+            def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
+                return written[i]
+        else:  # by the job, into staging, then moved into place
+            stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
+            if len(group) == 1:  # one table: written as the join leaves it, a file per task
+                self.lake.write_staged(result.drop(TABLE), stage)
+            elif sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes its part of each
+                self.lake.write_staged(result, stage, TABLE)
+            else:  # small ones: a file each
+                self.lake.write_staged(result.repartition(TABLE), stage, TABLE)
+
+            def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
+                return self.lake.move_files(stage if len(group) == 1 else f"{stage}/{TABLE}={i}", p.path,
+                                            new_file_name)
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
-            added = self.lake.move_files(stage if len(group) == 1 else f"{stage}/{TABLE}={i}", p.path,
-                                         new_file_name)
-            self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id)
+            self.logs.commit(p.path, tf, files_of(i, p), p.write.version, self.lake.app_id)
             committed(p.path, p.write.version)
 
         try:
             each(commit, list(enumerate(group)))  # driver work only (a rename, a commit): several at once
         finally:
-            self.lake.remove_own(stage)
+            if stage is not None:
+                self.lake.remove_own(stage)
 
     def _held(self, group: list[tuple[Planned, TableFiles]], schema: T.StructType) -> DataFrame:
         """The rows the group's tables hold now, each with its table's index (found by its file's name)."""

@@ -35,7 +35,8 @@ TableKey = tuple[str, str]
 class TableWrite:
     """Rows of one table, written as its commit `version`: those of `window` of this table with a commit ts in
     (`after`, `upto`] (None: unbounded). `shared`: the window's tables may be written together in one job
-    (`multiwrite`); without watermarks each table keeps its own MERGE."""
+    (`multiwrite`); without watermarks each table keeps its own MERGE. `changes`: at most this many of the
+    table's changes are among them (None: not counted)."""
 
     database: str
     table: str
@@ -44,6 +45,7 @@ class TableWrite:
     after: int | None = None
     upto: int | None = None
     shared: bool = True
+    changes: int | None = None
 
     @property
     def rows(self) -> DataFrame:
@@ -172,7 +174,7 @@ class WindowApplier:
             counts = schedule.tables_in_window(spans, lo, hi)
             if lap is not None:
                 lap("window")
-            self._write([TableWrite(db, tbl, hi, window) for db, tbl in sorted(counts)],
+            self._write([TableWrite(db, tbl, hi, window, changes=n) for (db, tbl), n in sorted(counts.items())],
                         rep)
             rep.rows_applied += sum(counts.values())
             if lap is not None:
@@ -232,7 +234,8 @@ class WindowApplier:
                     version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
                                                    step=step)
                     last = upto if inclusive else upto - 1
-                    work.append(TableWrite(db, tbl, version, window, start, last, shared=keyed_batch is None))
+                    work.append(TableWrite(db, tbl, version, window, start, last, shared=keyed_batch is None,
+                                                     changes=counts[table]))
                 done[table] = upto if inclusive else upto - 1
             return work
 

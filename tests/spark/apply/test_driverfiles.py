@@ -1,0 +1,48 @@
+"""A small group's files written by the driver (`driverfiles`, no Spark): each table gets exactly its rows, in one
+file of its own folder, without the table-index column; a table left without rows gets no file."""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from changefeed.spark.apply import driverfiles
+
+
+def test_each_table_gets_its_rows_in_one_file_of_its_folder(tmp_path: Path) -> None:
+    folders = [tmp_path / f"t{i}" for i in range(4)]
+    for f in folders:
+        f.mkdir()
+    which = [2, 0, 2, 3, 0, 2]
+    rows = pa.table({"__t": pa.array(which, pa.int32()), "id": list(range(6)),
+                     "amount": pa.array([Decimal(f"{i}.25") for i in range(6)], pa.decimal128(12, 2))})
+    names = (f"part-{n}.snappy.parquet" for n in itertools.count())
+    out = driverfiles.write_tables(rows, "__t", [str(f) for f in folders], lambda: next(names))
+    assert [len(x) for x in out] == [1, 0, 1, 1]  # t1 holds no row: no file
+    assert list((tmp_path / "t1").iterdir()) == []
+    for i in (0, 2, 3):
+        (name, size, mtime), = out[i]
+        path = folders[i] / name
+        assert path.stat().st_size == size and mtime > 0
+        got = pq.read_table(path)
+        assert got.column_names == ["id", "amount"]
+        assert sorted(got.column("id").to_pylist()) == [k for k, t in enumerate(which) if t == i]
+        assert got.schema.field("amount").type == pa.decimal128(12, 2)
+        assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "SNAPPY"
+
+
+def test_nothing_is_written_for_no_rows(tmp_path: Path) -> None:
+    rows = pa.table({"__t": pa.array([], pa.int32()), "id": pa.array([], pa.int64())})
+    assert driverfiles.write_tables(rows, "__t", [str(tmp_path)], lambda: "x.parquet") == [[]]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_only_a_small_counted_group_passes_through_the_driver() -> None:
+    assert driverfiles.small(1 << 20, [10, 20])
+    assert not driverfiles.small(driverfiles.MAX_HELD_BYTES + 1, [10])
+    assert not driverfiles.small(0, [driverfiles.MAX_CHANGES, 1])
+    assert not driverfiles.small(0, [10, None])  # a table whose changes were not counted
