@@ -21,7 +21,8 @@ def test_each_table_gets_its_rows_in_one_file_of_its_folder(tmp_path: Path) -> N
     rows = pa.table({"__t": pa.array(which, pa.int32()), "id": list(range(6)),
                      "amount": pa.array([Decimal(f"{i}.25") for i in range(6)], pa.decimal128(12, 2))})
     names = (f"part-{n}.snappy.parquet" for n in itertools.count())
-    out = driverfiles.write_tables(rows, "__t", [str(f) for f in folders], lambda: next(names))
+    parts = driverfiles.split(rows, "__t", len(folders))
+    out = [driverfiles.write(part, str(f), lambda: next(names)) for part, f in zip(parts, folders, strict=True)]
     assert [len(x) for x in out] == [1, 0, 1, 1]  # t1 holds no row: no file
     assert list((tmp_path / "t1").iterdir()) == []
     for i in (0, 2, 3):
@@ -37,8 +38,22 @@ def test_each_table_gets_its_rows_in_one_file_of_its_folder(tmp_path: Path) -> N
 
 def test_nothing_is_written_for_no_rows(tmp_path: Path) -> None:
     rows = pa.table({"__t": pa.array([], pa.int32()), "id": pa.array([], pa.int64())})
-    assert driverfiles.write_tables(rows, "__t", [str(tmp_path)], lambda: "x.parquet") == [[]]
+    part, = driverfiles.split(rows, "__t", 1)
+    assert part.column_names == ["id"] and driverfiles.write(part, str(tmp_path), lambda: "x.parquet") == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rows_are_kept_only_for_the_version_and_files_they_were_written_as() -> None:
+    rows = pa.table({"id": list(range(100))})
+    kept = driverfiles.Kept(max_bytes=rows.nbytes * 2)
+    kept.put("a", 3, ["f1"], rows)
+    assert kept.get("a", 3, ["f1"]) is rows
+    assert kept.get("a", 4, ["f1"]) is None and kept.get("a", 3, ["f2"]) is None  # the table moved on
+    kept.put("b", 1, [], rows)
+    kept.put("c", 1, [], rows)  # over the budget: the oldest goes
+    assert kept.get("a", 3, ["f1"]) is None and kept.get("c", 1, []) is rows
+    kept.forget("c")
+    assert kept.get("c", 1, []) is None
 
 
 def test_only_a_small_counted_group_passes_through_the_driver() -> None:

@@ -13,7 +13,8 @@ lists it, no reader sees it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,29 +31,73 @@ def small(held_bytes: int, changes: list[int | None]) -> bool:
         and sum(n or 0 for n in changes) <= MAX_CHANGES
 
 
-def write_tables(rows: pa.Table, column: str, folders: list[str],
-                 name: Callable[[], str]) -> list[list[tuple[str, int, int]]]:
-    """Each table's rows (`column`: its index in `folders`, left out of the files) as one Parquet file in its
-    folder, compressed as Spark's are (snappy): per table, the files written (name, size, modification time in
-    ms; none for a table left without rows)."""
+def split(rows: pa.Table, column: str, tables: int) -> list[pa.Table]:
+    """Each table's rows (`column`: its index, left out) as a table of its own, in index order."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    out: list[list[tuple[str, int, int]]] = [[] for _ in folders]
+    data = rows.drop_columns([column])
     if rows.num_rows == 0:
-        return out
+        return [data] * tables
     rows = rows.take(pc.sort_indices(rows[column]))
     which = rows[column].to_pylist()
     data = rows.drop_columns([column])
+    out = [data.slice(0, 0)] * tables
     start = 0
     for end in range(1, len(which) + 1):
-        if end < len(which) and which[end] == which[start]:
-            continue
-        i = which[start]
-        file = name()
-        target = os.path.join(folders[i], file)
-        pq.write_table(data.slice(start, end - start), target, compression="snappy")
-        st = os.stat(target)
-        out[i].append((file, st.st_size, int(st.st_mtime * 1000)))
-        start = end
+        if end == len(which) or which[end] != which[start]:
+            out[which[start]] = data.slice(start, end - start)
+            start = end
     return out
+
+
+def write(rows: pa.Table, folder: str, name: Callable[[], str]) -> list[tuple[str, int, int]]:
+    """A table's rows as one Parquet file in its folder, compressed as Spark's are (snappy): the files written
+    (name, size, modification time in ms; none for no rows)."""
+    import pyarrow.parquet as pq
+
+    if rows.num_rows == 0:
+        return []
+    file = name()
+    target = os.path.join(folder, file)
+    pq.write_table(rows, target, compression="snappy")
+    st = os.stat(target)
+    return [(file, st.st_size, int(st.st_mtime * 1000))]
+
+
+class Kept:
+    """The rows this consumer last wrote to each small table, as Arrow, for the table's next rewrite: while the
+    table's log still ends at the commit that added them (its version and files as they were then), they are
+    the table's rows, and reading its files back is not needed. Any other commit (a DDL, a MERGE, another
+    writer) changes the version, and the files are read again."""
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._rows: dict[str, tuple[int, frozenset[str], pa.Table]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()  # tables are committed from several threads
+
+    def get(self, path: str, version: int, files: Iterable[str]) -> pa.Table | None:
+        with self._lock:
+            kept = self._rows.get(path)
+        if kept is None or kept[0] != version or kept[1] != frozenset(files):
+            return None
+        return kept[2]
+
+    def put(self, path: str, version: int, files: Iterable[str], rows: pa.Table) -> None:
+        with self._lock:
+            self._drop(path)
+            if rows.nbytes > self.max_bytes:
+                return
+            while self._rows and self._bytes + rows.nbytes > self.max_bytes:  # the oldest go first
+                self._drop(next(iter(self._rows)))
+            self._rows[path] = (version, frozenset(files), rows)
+            self._bytes += rows.nbytes
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            self._drop(path)
+
+    def _drop(self, path: str) -> None:
+        kept = self._rows.pop(path, None)
+        if kept is not None:
+            self._bytes -= kept[2].nbytes

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -68,6 +69,7 @@ class MultiWriter:
         self.proj = proj
         self.o = options
         self.logs = lake.logs
+        self.kept = driverfiles.Kept()
 
     def groups(self, planned: list[Planned]) -> tuple[list[list[tuple[Planned, TableFiles]]], list[Planned]]:
         """The writes that go together (per shape and window, at least `MIN_TABLES` of them; a small table alone
@@ -147,12 +149,13 @@ class MultiWriter:
         result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
         folders = [self.logs.local(p.path) for p, _ in group]
         stage: str | None = None
+        parts: list[pa.Table] = []
         if driverfiles.small(sum(tf.size for _, tf in group), [p.write.changes for p, _ in group]) \
                 and all(f is not None for f in folders):  # the files written by the driver, in place
-            written = driverfiles.write_tables(result.toArrow(), TABLE, cast(list[str], folders), new_file_name)
+            parts = driverfiles.split(result.toArrow(), TABLE, len(group))
 
             def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
-                return written[i]
+                return driverfiles.write(parts[i], cast(str, folders[i]), new_file_name)
         else:  # by the job, into staging, then moved into place
             stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
             if len(group) == 1:  # one table: written as the join leaves it, a file per task
@@ -168,7 +171,11 @@ class MultiWriter:
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
+            self.kept.forget(p.path)
             self.logs.commit(p.path, tf, files_of(i, p), p.write.version, self.lake.app_id)
+            if stage is None:  # the table's rows are what the driver wrote: kept for its next rewrite
+                now = self.logs.files(p.path)
+                self.kept.put(p.path, now.version, now.files, parts[i])
             committed(p.path, p.write.version)
 
         try:
@@ -178,24 +185,35 @@ class MultiWriter:
                 self.lake.remove_own(stage)
 
     def _held(self, group: list[tuple[Planned, TableFiles]], schema: T.StructType) -> DataFrame:
-        """The rows the group's tables hold now, each with its table's index (found by its file's name)."""
+        """The rows the group's tables hold now, each with its table's index: those the driver wrote last where
+        the table has not moved since (`driverfiles.Kept`), the others read from their files (each file's table
+        found by its name)."""
         spark = self.lake.spark
-        paths, names = [], []
+        paths, names, kept = [], [], []
         for i, (p, tf) in enumerate(group):
+            rows = self.kept.get(p.path, tf.version, tf.files)
+            if rows is not None and rows.column_names == schema.fieldNames():
+                if rows.num_rows:
+                    kept.append(rows.append_column(TABLE, pa.array([i] * rows.num_rows, pa.int32())))
+                continue
             for rel in tf.files:
                 paths.append(f"{p.path}/{unquote(rel)}")
                 names.append((file_name(rel), i))
         with_t = T.StructType([*schema.fields, T.StructField(TABLE, T.IntegerType())])
+        # the rows the driver wrote last, where the table has not moved since: not read back from its files
+        known = spark.createDataFrame(pa.concat_tables(kept, promote_options="permissive"), with_t) \
+            if kept else None  # (tables kept from different micro-batches may differ in a column's nullability)
         if not paths:
-            return spark.createDataFrame([], with_t)
+            return known if known is not None else spark.createDataFrame([], with_t)
         which = local_rows(spark, names, [("__f", "string"), (TABLE, "int")])
         # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
         # more than 32 paths)
         threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
         with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):
             files = spark.read.schema(schema).parquet(*paths)
-        return (files.select("*", F.col("_metadata.file_name").alias("__f"))
+        read = (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
+        return read if known is None else read.unionByName(known)
 
 
 def local_rows(spark: Any, rows: list[tuple[Any, ...]], columns: list[tuple[str, str]]) -> DataFrame:
