@@ -3,6 +3,7 @@ reader of the log (no Spark here; the Spark-side reads are in test_multiwrite an
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -105,3 +106,23 @@ def test_a_version_already_there_is_left_as_it_is(tmp_path: Path) -> None:
     assert target.read_bytes() == b"theirs\n" and os.listdir(tmp_path) == [target.name]
     fresh = tmp_path / "00000000000000000002.json"
     assert logfile.put_if_absent(str(fresh), b"ours\n") and fresh.read_bytes() == b"ours\n"
+
+
+def test_a_file_system_without_hard_links_is_committed_to_by_delta_rs(tmp_path: Path, monkeypatch) -> None:
+    def no_links(src: str, dst: str) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    log, path = RustLog(), tmp_path / "t"
+    assert log.create(str(path), SCHEMA, {}) and not log.direct
+    first = _file(path, "part-00000-a-c000.snappy.parquet", [(1, "a")])
+    log.direct = True  # as another table's first commit would find it
+    assert log.commit(str(path), log.read(str(path), None), [first], 1, "app") == 1 and not log.direct
+    log.direct = True
+    second = _file(path, "part-00000-b-c000.snappy.parquet", [(2, "b")])
+    assert log.append(str(path), log.read(str(path), None), [second], 2, "app") == 2 and not log.direct
+    assert _rows(path) == [(1, "a"), (2, "b")]
+    dt = DeltaTable(str(path))
+    assert dt.transaction_version("app") == 2
+    assert all(h.get("engineInfo") != logfile.ENGINE for h in dt.history())
+    assert not [n for n in os.listdir(path / "_delta_log") if n.endswith(".tmp")]

@@ -102,8 +102,11 @@ class RustLog:
 
         if self.direct:
             os.makedirs(os.path.join(path, "_delta_log"), exist_ok=True)
-            return logfile.put_if_absent(_log_file(path, 0),
-                                         logfile.creation(schema_json, configuration, int(time.time() * 1000)))
+            try:
+                return logfile.put_if_absent(_log_file(path, 0),
+                                             logfile.creation(schema_json, configuration, int(time.time() * 1000)))
+            except logfile.NoLinks:
+                self.direct = False  # delta-rs commits from now on
         try:
             DeltaTable.create(path, Schema.from_json(schema_json), mode="error", configuration=configuration,
                               raise_if_key_not_exists=False)
@@ -123,7 +126,7 @@ class RustLog:
             committed = self._put(path, before, {}, added, version, app_id, "Append")
             if committed is not None:
                 return committed
-            # another writer's commit came first: an append goes on top of it, by delta-rs (which reads it)
+            # another writer's commit came first (or no links here): delta-rs appends on top of what is there
         dt = self._table(path)
         dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
@@ -138,11 +141,12 @@ class RustLog:
 
         if self._direct(before, added):
             committed = self._put(path, before, before.files, added, version, app_id, "Overwrite")
-            if committed is None:
+            if committed is not None:
+                return committed
+            if self.direct:  # (else no links here: delta-rs commits it, below)
                 self.forget(path)
                 raise ApplyError(f"{path}: the table moved on from version {before.version} while this consumer "
                                  "rewrote it (another writer?)")
-            return committed
         dt = self._table(path)
         if dt.version() != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
@@ -170,10 +174,15 @@ class RustLog:
     def _put(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
              version: int, app_id: str, mode: str) -> int | None:
         """The commit on top of `before`, as the log's next file: the version committed (None: a commit of that
-        version is there already). A checkpoint follows at the table's interval, as delta-rs makes one."""
+        version is there already, or the file system makes no hard links: `direct` is then off). A checkpoint
+        follows at the table's interval, as delta-rs makes one."""
         committed = before.version + 1
         data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode)
-        if not logfile.put_if_absent(_log_file(path, committed), data):
+        try:
+            if not logfile.put_if_absent(_log_file(path, committed), data):
+                return None
+        except logfile.NoLinks:
+            self.direct = False  # delta-rs commits from now on
             return None
         if committed % self._interval.get(path, CHECKPOINT_INTERVAL) == 0:
             self._table(path).create_checkpoint()

@@ -12,6 +12,7 @@ with delta-rs.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import uuid
@@ -85,6 +86,13 @@ def _lines(actions: list[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(a) + b"\n" for a in actions)
 
 
+class NoLinks(OSError):
+    """The file system makes no hard links (some network and FUSE mounts): commits go another way there."""
+
+
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
+
+
 def put_if_absent(target: str, data: bytes) -> bool:
     """`data` as file `target`, complete or not at all; False: the file is there already (another commit of that
     version). Written beside it under a hidden name, then linked: a link never replaces a file."""
@@ -96,6 +104,10 @@ def put_if_absent(target: str, data: bytes) -> bool:
         os.link(tmp, target)
     except FileExistsError:
         return False
+    except OSError as e:
+        if e.errno in _NO_LINKS:
+            raise NoLinks(e.errno, f"{folder}: no hard links here ({e.strerror})") from e
+        raise
     finally:
         os.unlink(tmp)
     return True
