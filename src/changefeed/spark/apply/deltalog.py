@@ -201,16 +201,18 @@ class DeltaLogs:
             self._rs.forget(folder)
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> None:
+               app_id: str) -> TableFiles:
         """Replace every file of `before` by `added` (name in the table's folder, size, modification time), as
-        this consumer's commit `version`, in one Delta commit on top of `before.version`."""
+        this consumer's commit `version`, in one Delta commit on top of `before.version`: the table as that
+        commit left it."""
         w, where = self._writer(path)
         try:
             committed = w.commit(where, before, added, version, app_id)
         except Exception:
             self.forget(path)
             raise
-        self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None)
+        tf = self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None)
+        return tf
 
 
 @functools.lru_cache(maxsize=1024)

@@ -35,9 +35,8 @@ def split(rows: pa.Table, column: str, tables: int) -> list[pa.Table]:
     """Each table's rows (`column`: its index, left out) as a table of its own, in index order."""
     import pyarrow.compute as pc
 
-    data = rows.drop_columns([column])
     if rows.num_rows == 0:
-        return [data] * tables
+        return [rows.drop_columns([column])] * tables
     rows = rows.take(pc.sort_indices(rows[column]))
     which = rows[column].to_pylist()
     data = rows.drop_columns([column])

@@ -165,7 +165,6 @@ class RustLog:
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
 
-
     def _direct(self, before: TableFiles, added: list[tuple[str, int, int]]) -> bool:
         """Whether this commit is written as a file here (`logfile`): a plain table, plain file names."""
         return self.direct and before.refused is None and logfile.plain(before.files) \

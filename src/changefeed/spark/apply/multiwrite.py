@@ -172,9 +172,8 @@ class MultiWriter:
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
             self.kept.forget(p.path)
-            self.logs.commit(p.path, tf, files_of(i, p), p.write.version, self.lake.app_id)
+            now = self.logs.commit(p.path, tf, files_of(i, p), p.write.version, self.lake.app_id)
             if stage is None:  # the table's rows are what the driver wrote: kept for its next rewrite
-                now = self.logs.files(p.path)
                 self.kept.put(p.path, now.version, now.files, parts[i])
             committed(p.path, p.write.version)
 

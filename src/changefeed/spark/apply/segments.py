@@ -235,7 +235,7 @@ class WindowApplier:
                                                    step=step)
                     last = upto if inclusive else upto - 1
                     work.append(TableWrite(db, tbl, version, window, start, last, shared=keyed_batch is None,
-                                                     changes=counts[table]))
+                                           changes=counts[table]))
                 done[table] = upto if inclusive else upto - 1
             return work
 
