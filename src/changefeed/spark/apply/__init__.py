@@ -42,6 +42,7 @@ from .options import (
     q,
 )
 from .ordering import date_deletes
+from .params import bind, within
 from .projection import Projection
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
@@ -154,7 +155,7 @@ class ChangeApplier:
                      if r["kind"] == "watermark"]
             rep.errors = counts.get("error", 0)
             rep.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
-            rows = changes.where("kind <> 'error'").withColumn("_batch", F.lit(batch_id).cast("long"))
+            rows = bind(changes.where("kind <> 'error'"), _batch=batch_id)  # as data: params.py
             if self.o.untimed_deletes:
                 rows = date_deletes(rows, st.floors)
             for k, ts in marks:
@@ -226,18 +227,18 @@ class ChangeApplier:
         rep.watermark = hi
         win = schedule.next_window(st.applied_ts, hi)
         if win is not None:
-            span = f"kind IN {ROW_KINDS_SQL} AND {win.sql()}"
+            span = f"kind IN {ROW_KINDS_SQL} AND commit_ts > _p_lo AND commit_ts <= _p_hi"
             # this batch's rows from the cache; earlier batches' only if they still hold rows past the
             # applied watermark (each batch's files carry its _batch: Delta skips the others)
-            window = rows.where(span)
+            window = within(rows, span, _p_lo=win.lo, _p_hi=win.hi)
             older = [b for b in self.pending_rows if b != batch_id]
             for b in older:
                 if b in self.held:
-                    window = window.unionByName(self.held[b][1].where(span))
+                    window = window.unionByName(within(self.held[b][1], span, _p_lo=win.lo, _p_hi=win.hi))
             unheld = [b for b in older if b not in self.held]
             if unheld:  # after a restart: from the changelog
                 window = window.unionByName(self.store.read(self.bronze).where(
-                    f"_batch >= {min(unheld)} AND _batch < {batch_id} AND {span}"))
+                    f"_batch >= {min(unheld)} AND _batch < {batch_id} AND kind IN {ROW_KINDS_SQL} AND {win.sql()}"))
             self.windows.apply(window, win.lo, win.hi, rep, keyed_batch=None, lap=lap, from_cache=not unheld,
                                spans=schedule.window_spans(self.spans, self.pending_rows, [batch_id, *older]))
             st.applied_ts = hi
@@ -254,15 +255,15 @@ class ChangeApplier:
         partition (`schedule.barrier`)."""
         st = self.state
         row_kinds = f"kind IN {ROW_KINDS_SQL}"
-        window = rows.where(f"{row_kinds} AND coalesce(commit_ts, 0) <= {hi}")
+        window = within(rows, f"{row_kinds} AND coalesce(commit_ts, 0) <= _p_hi", _p_hi=hi)
         fresh = schedule.RedeliveryFloors(st.key_floors).column()
         unheld = []
         for b, (lo, _) in st.key_held.items():
             if b == batch_id:
                 continue  # a replayed batch: all of it is here
             if b in self.held:
-                window = window.unionByName(self.held[b][1].where(
-                    f"{row_kinds} AND commit_ts > {lo} AND commit_ts <= {hi}"))
+                window = window.unionByName(within(self.held[b][1], f"{row_kinds} AND commit_ts > _p_lo AND "
+                                                   "commit_ts <= _p_hi", _p_lo=lo, _p_hi=hi))
             else:
                 unheld.append(f"(_batch = {b} AND commit_ts > {lo})")
         if unheld:  # after a restart: from the changelog
@@ -288,7 +289,7 @@ class ChangeApplier:
         """The batch's dead letters and changelog rows appended while its tables are written (nothing reads this
         batch from them before its progress is saved): every row (changelog "full"), or those a restart may
         read (`restart_rows`: the rows past `upto` and the control rows)."""
-        kept = rows if self.o.changelog == "full" else rows.where(restart_rows(upto, self.o))
+        kept = rows if self.o.changelog == "full" else within(rows, restart_rows("_p_upto", self.o), _p_upto=upto)
         log = _Appending()
         log.thread = threading.Thread(target=self._append_batch, args=(changes, kept, batch_id, rep, log.failed),
                                       name=f"changelog-{batch_id}", daemon=True)
@@ -302,9 +303,9 @@ class ChangeApplier:
         try:
             t0 = time.monotonic()
             if rep.errors:
-                self.store.append(changes.where("kind = 'error'").select(
-                    "topic", "partition", "offset", "key", "value", F.col("error").alias("reason"),
-                    F.lit(batch_id).cast("long").alias("_batch")), self.dead, batch_id)
+                self.store.append(bind(changes.where("kind = 'error'").select(
+                    "topic", "partition", "offset", "key", "value", F.col("error").alias("reason")),
+                    _batch=batch_id), self.dead, batch_id)
             if not self.store.exists(self.bronze):
                 self.store.create_log(self.bronze, rows.schema, CHANGELOG_STATS)
             self.store.append(rows, self.bronze, batch_id)

@@ -30,8 +30,9 @@ from pyspark.sql import types as T
 
 from . import driverfiles
 from .deltalog import MAX_TABLE_BYTES, TableFiles, file_name, new_file_name
-from .options import q, sql_string
+from .options import q
 from .ordering import UPSERT
+from .params import local_rows
 from .scd1 import last_ops
 
 if TYPE_CHECKING:
@@ -213,16 +214,3 @@ class MultiWriter:
         read = (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
         return read if known is None else read.unionByName(known)
-
-
-def local_rows(spark: Any, rows: list[tuple[Any, ...]], columns: list[tuple[str, str]]) -> DataFrame:
-    """A small table of driver-side values as SQL VALUES: a local relation, which a broadcast join takes without
-    a Spark job (`createDataFrame` of Python rows runs one, through a Python worker)."""
-    def lit(v: Any) -> str:
-        if v is None:
-            return "NULL"
-        return sql_string(v) if isinstance(v, str) else str(int(v))
-
-    values = ", ".join("(" + ", ".join(lit(v) for v in r) + ")" for r in rows)
-    cast = ", ".join(f"CAST(col{i + 1} AS {t}) AS {q(n)}" for i, (n, t) in enumerate(columns))
-    return spark.sql(f"SELECT {cast} FROM VALUES {values}")

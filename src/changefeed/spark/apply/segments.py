@@ -19,6 +19,8 @@ from ...ddl import TABLE_RENAMING, drops_schema, drops_table, truncates
 from ...model import TableInfo
 from . import schedule
 from .ddl import complete
+from .options import sql_string
+from .params import within
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,12 +53,15 @@ class TableWrite:
     def rows(self) -> DataFrame:
         """The write's rows, selected when asked: a window of many tables written together (`multiwrite`) needs
         no selection per table, and making one costs a few py4j calls per table."""
-        cond = (F.col("database") == self.database) & (F.col("table") == self.table)
+        cond = f"database = {sql_string(self.database)} AND `table` = {sql_string(self.table)}"
+        bounds: dict[str, int | None] = {}  # as data, not literals: params.py
         if self.after is not None:
-            cond &= F.col("commit_ts") > self.after
+            cond += " AND commit_ts > _p_after"
+            bounds["_p_after"] = self.after
         if self.upto is not None:
-            cond &= F.col("commit_ts") <= self.upto
-        return self.window.where(cond)
+            cond += " AND commit_ts <= _p_upto"
+            bounds["_p_upto"] = self.upto
+        return within(self.window, cond, **bounds)
 
 
 @dataclass(frozen=True)
