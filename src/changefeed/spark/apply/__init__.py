@@ -14,7 +14,7 @@ batch, each key in its commit (or binlog) order.
 The modules: `schedule` (which rows a batch may apply: the rule between batches), `ordering` (in which order:
 the rule within a window), `segments` (a window cut at its DDL), `catalog` (table definitions and pending DDL),
 `ddl` (DDL planned and applied), `scd1`/`scd2` (the MERGEs), `lake` (Delta and the file system), `state` (what
-survives a restart, and the progress records), `options`, `projection`.
+survives a restart, and the progress records), `params` (a batch's values as data), `options`, `projection`.
 """
 
 from __future__ import annotations
