@@ -18,6 +18,8 @@ from ..types import typed
 from .options import sql_string
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame
 
     from ...model import TableInfo
@@ -52,14 +54,16 @@ def order(o: ApplyOptions) -> tuple[list[Column], list[str]]:
 
 
 def typed_key(t: TableInfo, keys: list[str], key_names: list[str], o: ApplyOptions,
-              image: str | None = None) -> list[Column]:
+              image: str | None = None, text: Callable[[str], Column] | None = None) -> list[Column]:
     """The key columns typed as the table's: from the columns `key_names`, or read from an image (a map column
-    or SQL expression) into columns of those names."""
+    or SQL expression; or `text`, a column's text by its name: `projection.Image.text`) into columns of those
+    names."""
     by = t.by_name
     src = F.expr(image) if image is not None else None
-    text = [src[k] if src is not None else F.col(n) for k, n in zip(keys, key_names, strict=True)]
+    texts = [text(k) if text is not None else src[k] if src is not None else F.col(n)
+             for k, n in zip(keys, key_names, strict=True)]
     return [(typed(c, by[k].type, json_as_variant=o.json_as_variant, dialect=o.text_dialect)
-             if k in by else c).alias(n) for k, n, c in zip(keys, key_names, text, strict=True)]
+             if k in by else c).alias(n) for k, n, c in zip(keys, key_names, texts, strict=True)]
 
 
 def ops(rows: DataFrame, keys: list[str], o: ApplyOptions) -> tuple[DataFrame, list[str]]:

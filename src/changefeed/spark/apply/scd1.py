@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from .options import q
 from .ordering import DELETE, UPSERT, delete_rank, key_changed, order, typed_key
+from .projection import Image
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -34,12 +35,13 @@ def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, c
     has = [f"__h{i}" for i in range(len(cols))]
     place, by = order(o)
     carry = [F.col(g) for g in group]
+    after = Image(t, "after")  # read by position where its keys are the table's columns in order
     writes = rows.where("kind <> 'delete'").select(
         *carry, *place, F.lit(1).alias("__r"), F.lit(UPSERT).alias("__op"),
-        *typed_key(t, keys, key_names, o, "after"),
-        *[proj.value(t, c, "after").alias(v) for c, v in zip(cols, vals, strict=True)],
+        *typed_key(t, keys, key_names, o, text=after.text),
+        *[proj.value(t, c, text=after.text(c)).alias(v) for c, v in zip(cols, vals, strict=True)],
         # a column the image lacks (only-output-updated-columns) keeps the table's value
-        *[F.map_contains_key("after", c).alias(h) for c, h in zip(cols, has, strict=True)])
+        *[after.has(c).alias(h) for c, h in zip(cols, has, strict=True)])
     # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
     gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
                       f"({key_changed(keys)}))").select(
