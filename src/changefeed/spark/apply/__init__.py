@@ -230,11 +230,12 @@ class ChangeApplier:
             span = f"kind IN {ROW_KINDS_SQL} AND commit_ts > _p_lo AND commit_ts <= _p_hi"
             # this batch's rows from the cache; earlier batches' only if they still hold rows past the
             # applied watermark (each batch's files carry its _batch: Delta skips the others)
-            window = within(rows, span, _p_lo=win.lo, _p_hi=win.hi)
+            cached = rows
             older = [b for b in self.pending_rows if b != batch_id]
             for b in older:
                 if b in self.held:
-                    window = window.unionByName(within(self.held[b][1], span, _p_lo=win.lo, _p_hi=win.hi))
+                    cached = cached.unionByName(self.held[b][1])
+            window = within(cached, span, _p_lo=win.lo, _p_hi=win.hi)  # one relation of bounds for all of them
             unheld = [b for b in older if b not in self.held]
             if unheld:  # after a restart: from the changelog
                 window = window.unionByName(self.store.read(self.bronze).where(
