@@ -119,6 +119,9 @@ def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = Tru
         else:
             r = r.option("subscribe", ",".join(src.topics))
         r = r.option("startingOffsets", "earliest").option("failOnDataLoss", "true")
+        # a task whose range ends at the log's end waited Kafka's default fetch.max.wait.ms (500 ms) there: a
+        # micro-batch at the head of a stream took ~1 s longer (bench/RESULTS.md); kafka_options can set it
+        r = r.option("kafka.fetch.max.wait.ms", "10")
         if streaming and max_records_per_trigger:
             r = r.option("maxOffsetsPerTrigger", str(max_records_per_trigger))
         if not streaming:

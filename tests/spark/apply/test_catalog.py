@@ -94,12 +94,13 @@ def test_applied_rename_and_drop_move_definitions():
 def test_control_rows_shapes_first_then_ddl_in_stream_order():
     def row(ts, offset, kind="ddl", shape=False, table_def=None):
         return {"kind": kind, "_shape": shape, "commit_ts": ts, "topic": "t", "partition": 0, "offset": offset,
-                "idx": 0, "table_def": table_def, "_truncate": False}
+                "idx": 0, "table_def": table_def, "_truncate": False, "_hash": hash(table_def) if shape else None}
 
     got = order_control([row(20, 5), row(10, 9), row(30, 1, "insert", True, "A"), row(15, 2, "insert", True, "A"),
                          row(12, 3, "insert", True, "B")])
     assert [(r["kind"], r.get("table_def"), r.get("commit_ts")) for r in got] == [
         ("insert", "B", None), ("insert", "A", None), ("ddl", None, 10), ("ddl", None, 20)]
+    assert [r["_hash"] for r in got[:2]] == [hash("B"), hash("A")]  # each shape with its hash (nothing_new)
 
 
 def test_canal_shapes_keep_values_whole():
@@ -110,3 +111,36 @@ def test_canal_shapes_keep_values_whole():
     t = table_of(orjson.dumps({"schema": "db", "table": "t", "mysqlType": {"id": "int", "v": "decimal"},
                                "pkNames": ["id"]}).decode())
     assert [c.name for c in t.columns] == ["id", "v"] and t.handle_key == ["id"]
+
+
+def _counts(kind: str = "insert", lo: int | None = 7, hi: int | None = 7, table: str = "t") -> dict:
+    return {"kind": kind, "database": "db", "table": table, "shape_lo": lo, "shape_hi": hi}
+
+
+def test_a_batch_with_only_the_shape_learnt_last_has_nothing_new():
+    cat = _catalog()
+    assert not cat.nothing_new([_counts()], None)  # a shape not learnt yet
+    cat.learn([{**_shape_row(_table("t", "id", "a")), "_hash": 7}])
+    assert cat.nothing_new([_counts(), _counts("update", None, None), _counts("watermark", None, None)], None)
+    assert not cat.nothing_new([_counts(lo=7, hi=8)], None)  # two shapes in the batch
+    assert not cat.nothing_new([_counts(lo=8, hi=8)], None)  # another shape
+    assert not cat.nothing_new([_counts(table="u")], None)  # another table, the same hash
+    assert not cat.nothing_new([_counts(), _counts("ddl", None, None)], None)
+    assert not cat.nothing_new([_counts("bootstrap", None, None)], None)
+    assert not cat.nothing_new([_counts()], "op = 'T'")  # truncates to look for: every batch looks
+
+
+def test_a_shape_learnt_before_the_definition_changed_is_learnt_again():
+    cat = _catalog(applied=10)  # the DROP below is learnt at once
+    cat.learn([{**_shape_row(_table("t", "id", "a")), "_hash": 7}])
+    cat.learn([_ddl_row(5, "DROP TABLE t", "ActionDropTable", None, _table("t", "id", "a"))])
+    assert ("db", "t") not in cat.defs
+    assert not cat.nothing_new([_counts()], None)  # the same shape again would define the table again
+    cat.learn([{**_shape_row(_table("t", "id", "a")), "_hash": 7}])
+    assert cat.nothing_new([_counts()], None)
+
+
+def test_a_stream_whose_tables_follow_their_rows_always_looks():
+    cat = TableCatalog(ApplyOptions(watermarks=False, ddl_definitions=False), ConsumerState())
+    cat.learn([{**_shape_row(_table("t", "id", "a")), "_hash": 7}])
+    assert not cat.nothing_new([_counts()], None)  # a drifting shape is compared with the definition each time

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ApplyError
 from . import schedule
-from .catalog import TableCatalog, control_rows
+from .catalog import SHAPE_HASH, TableCatalog, control_rows
 from .ddl import Ddl, DdlApplier
 from .lake import Lake
 from .multiwrite import MultiWriter, Planned
@@ -144,7 +144,8 @@ class ChangeApplier:
             # one job (it also fills the cache): counts, the latest commit ts, each partition's watermark, and
             # each table's span of commit ts (a window without DDL then needs no job to find its tables)
             agg = changes.groupBy("kind", "topic", "partition", "database", "table").agg(
-                F.count("*").alias("n"), F.max("commit_ts").alias("ts"), F.min("commit_ts").alias("lo")).collect()
+                F.count("*").alias("n"), F.max("commit_ts").alias("ts"), F.min("commit_ts").alias("lo"),
+                F.min(F.expr(SHAPE_HASH)).alias("shape_lo"), F.max(F.expr(SHAPE_HASH)).alias("shape_hi")).collect()
             lap("decode")
             spans = schedule.batch_spans(agg)
             counts: Counter[str] = Counter()
@@ -167,11 +168,11 @@ class ChangeApplier:
                 upto = self._cutoff(batch_id, max(st.applied_ts, hi), floor=st.applied_ts)
                 hi = upto if upto > st.applied_ts else hi  # with an earlier attempt's cutoff, if higher
                 log = self._log_batch(changes, rows, batch_id, rep, upto)
-                self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
+                self._learn(rows, agg)
                 lap("control")
                 self._apply_watermarked(changes, rows, batch_id, rep, lap, spans, hi)
             else:
-                self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
+                self._learn(rows, agg)
                 lap("control")
                 hi = self._cutoff(batch_id, schedule.barrier(
                     self.catalog.pending.values(), self.catalog.copies, self.catalog.ddl_seen, self.partitions())
@@ -193,6 +194,11 @@ class ChangeApplier:
         if self.on_batch is not None:
             self.on_batch(rep)
         return rep
+
+    def _learn(self, rows: DataFrame, counts: list[Any]) -> None:
+        """What the batch's control rows teach the catalog: their job only where its counts show something new."""
+        if not self.catalog.nothing_new(counts, self.o.apply_as_truncates):
+            self.catalog.learn(control_rows(rows, self.o.apply_as_truncates))
 
     def _cutoff(self, batch_id: int, upto: int, floor: int | None = None) -> int:
         """The batch's changelog cutoff: at least the one an earlier attempt of this batch recorded, recorded

@@ -4,7 +4,7 @@ Spark job picking those rows out of a batch) and `definition` (one lookup in a t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -15,6 +15,7 @@ from ...eventline import table_from_json
 from ...model import Column as ModelColumn
 from ...model import Index, TableInfo
 from .ddl import Ddl, interpret
+from .options import ROW_KINDS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,6 +63,11 @@ def control_columns(apply_as_truncates: str | None) -> list[Any]:
             "table_def", "pre_table_def", F.coalesce(truncate, F.lit(False)).alias("_truncate")]
 
 
+# a row's table shape by its hash (Spark's xxhash64), NULL where it carries none: `process`' first job takes each
+# table's least and greatest per batch, and `TableCatalog.nothing_new` compares them with the shapes already learnt
+SHAPE_HASH = "CASE WHEN kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL THEN xxhash64(table_def) END"
+
+
 def control_rows(rows: DataFrame, apply_as_truncates: str | None) -> list[Any]:
     """What the driver learns from changes: DDL and BOOTSTRAP (and truncates the user marks) in order,
     and each table shape the row messages carried (once per shape, not once per row)."""
@@ -73,7 +79,8 @@ def control_rows(rows: DataFrame, apply_as_truncates: str | None) -> list[Any]:
     # the decoder writes a row's table definition only where it first meets a shape: few rows, one job
     shape = "kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL"
     got = rows.where(f"({cond}) OR ({shape})").select(*control_columns(apply_as_truncates),
-                                                      F.expr(shape).alias("_shape")).collect()
+                                                      F.expr(shape).alias("_shape"),
+                                                      F.expr(SHAPE_HASH).alias("_hash")).collect()
     return order_control(got)
 
 
@@ -83,11 +90,13 @@ def order_control(got: list[Any]) -> list[Any]:
     ctrl = sorted((r for r in got if not r["_shape"]),
                   key=lambda r: (r["commit_ts"], r["topic"], r["partition"], r["offset"], r["idx"]))
     first: dict[str, int] = {}
+    hashes: dict[str, int | None] = {}
     for r in got:
         if r["_shape"] and (r["table_def"] not in first or r["commit_ts"] < first[r["table_def"]]):
             first[r["table_def"]] = r["commit_ts"]
+            hashes[r["table_def"]] = r["_hash"]
     shapes = sorted(first.items(), key=lambda x: x[1])
-    return [*({"kind": "insert", "table_def": d, "_truncate": False} for d, _ in shapes), *ctrl]
+    return [*({"kind": "insert", "table_def": d, "_truncate": False, "_hash": hashes[d]} for d, _ in shapes), *ctrl]
 
 
 class TableCatalog:
@@ -109,6 +118,27 @@ class TableCatalog:
         # DDL, the topics its copies came on
         self.ddl_seen: dict[str, int] = {}
         self.copies: dict[tuple[int, str], set[str]] = {}
+        # per table: the hash of the row shape it learnt last (`SHAPE_HASH`) and the definition held after it
+        self.shapes_seen: dict[TableKey, tuple[int, TableInfo | None]] = {}
+
+    def nothing_new(self, counts: Iterable[Mapping[str, Any]], apply_as_truncates: str | None) -> bool:
+        """Whether a batch has nothing to learn, from its first job's counts per kind and table (`shape_lo`,
+        `shape_hi`: the least and greatest `SHAPE_HASH`): no DDL or BOOTSTRAP, no truncates to look for, and
+        each table's rows carry at most the one shape it learnt last, with its definition unchanged since. The
+        control rows' job (`control_rows`) is then not run: a decoder that writes each table's shape again in
+        every task (canal-json's) made one per micro-batch."""
+        if apply_as_truncates or self.drifts:
+            return False
+        for r in counts:
+            if r["kind"] in ("ddl", "bootstrap"):
+                return False
+            if r["kind"] in ROW_KINDS and r["shape_lo"] is not None:
+                key = (r["database"], r["table"])
+                seen = self.shapes_seen.get(key)
+                if r["shape_lo"] != r["shape_hi"] or seen is None or seen[0] != r["shape_lo"] \
+                        or seen[1] is not self.defs.get(key):
+                    return False
+        return True
 
     def learn(self, rows: list[Any]) -> None:
         """Take control rows (`control_rows`, in their order): DDL to apply, or definitions to hold."""
@@ -149,6 +179,9 @@ class TableCatalog:
                     self.set_def(key, t)
                 elif t.version is None and self.drifts and not have.same_definition(t):
                     self.drift[key] = t
+                h = r.get("_hash") if isinstance(r, dict) else None  # a row shape (order_control's) carries its hash
+                if h is not None:
+                    self.shapes_seen[key] = (h, self.defs.get(key))
 
     def set_def(self, key: TableKey, t: TableInfo) -> None:
         self.defs[key] = t
