@@ -27,7 +27,7 @@ def _ddl_row(ts: int, query: str, ddl_type: str, after: TableInfo | None, before
 
 
 def _shape_row(t: TableInfo, kind: str = "insert") -> dict:
-    return {"kind": kind, "_truncate": False, "table_def": _def(t)}
+    return {"kind": kind, "_truncate": False, "table_def": _def(t), "_hash": None}
 
 
 def _catalog(applied: int = 0, **opts) -> TableCatalog:

@@ -15,7 +15,7 @@ from ...eventline import table_from_json
 from ...model import Column as ModelColumn
 from ...model import Index, TableInfo
 from .ddl import Ddl, interpret
-from .options import ROW_KINDS
+from .options import ROW_KINDS, ROW_KINDS_SQL
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -63,9 +63,11 @@ def control_columns(apply_as_truncates: str | None) -> list[Any]:
             "table_def", "pre_table_def", F.coalesce(truncate, F.lit(False)).alias("_truncate")]
 
 
+# a row that carries its table's shape: the decoder writes a row's table definition only where it first meets one
+_SHAPE = f"kind IN {ROW_KINDS_SQL} AND table_def IS NOT NULL"
 # a row's table shape by its hash (Spark's xxhash64), NULL where it carries none: `process`' first job takes each
 # table's least and greatest per batch, and `TableCatalog.nothing_new` compares them with the shapes already learnt
-SHAPE_HASH = "CASE WHEN kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL THEN xxhash64(table_def) END"
+SHAPE_HASH = f"CASE WHEN {_SHAPE} THEN xxhash64(table_def) END"
 
 
 def control_rows(rows: DataFrame, apply_as_truncates: str | None) -> list[Any]:
@@ -76,11 +78,10 @@ def control_rows(rows: DataFrame, apply_as_truncates: str | None) -> list[Any]:
     cond = "kind IN ('ddl', 'bootstrap')"
     if apply_as_truncates:
         cond += f" OR coalesce({apply_as_truncates}, false)"
-    # the decoder writes a row's table definition only where it first meets a shape: few rows, one job
-    shape = "kind IN ('insert', 'update', 'delete') AND table_def IS NOT NULL"
-    got = rows.where(f"({cond}) OR ({shape})").select(*control_columns(apply_as_truncates),
-                                                      F.expr(shape).alias("_shape"),
-                                                      F.expr(SHAPE_HASH).alias("_hash")).collect()
+    # few rows (a shape only where the decoder first met it), one job
+    got = rows.where(f"({cond}) OR ({_SHAPE})").select(*control_columns(apply_as_truncates),
+                                                       F.expr(_SHAPE).alias("_shape"),
+                                                       F.expr(SHAPE_HASH).alias("_hash")).collect()
     return order_control(got)
 
 
@@ -179,9 +180,8 @@ class TableCatalog:
                     self.set_def(key, t)
                 elif t.version is None and self.drifts and not have.same_definition(t):
                     self.drift[key] = t
-                h = r.get("_hash") if isinstance(r, dict) else None  # a row shape (order_control's) carries its hash
-                if h is not None:
-                    self.shapes_seen[key] = (h, self.defs.get(key))
+                if r["kind"] in ROW_KINDS and r["_hash"] is not None:  # a row shape: order_control gives its hash
+                    self.shapes_seen[key] = (r["_hash"], self.defs.get(key))
 
     def set_def(self, key: TableKey, t: TableInfo) -> None:
         self.defs[key] = t

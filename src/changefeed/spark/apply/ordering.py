@@ -59,9 +59,10 @@ def typed_key(t: TableInfo, keys: list[str], key_names: list[str], o: ApplyOptio
     or SQL expression; or `text`, a column's text by its name: `projection.Image.text`) into columns of those
     names."""
     by = t.by_name
-    src = F.expr(image) if image is not None else None
-    texts = [text(k) if text is not None else src[k] if src is not None else F.col(n)
-             for k, n in zip(keys, key_names, strict=True)]
+    if text is None and image is not None:
+        src = F.expr(image)
+        text = src.__getitem__  # a value of the map (or struct) by its key
+    texts = [text(k) if text is not None else F.col(n) for k, n in zip(keys, key_names, strict=True)]
     return [(typed(c, by[k].type, json_as_variant=o.json_as_variant, dialect=o.text_dialect)
              if k in by else c).alias(n) for k, n, c in zip(keys, key_names, texts, strict=True)]
 
