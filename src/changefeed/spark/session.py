@@ -40,6 +40,10 @@ SMALL_MACHINE = {
     # consumer's per-batch plans (Delta's MERGE, windows, changelog), and recompiling took a visible share of
     # the pipeline's CPU (JFR); with 2,000 the pipeline ran faster (figures in bench/RESULTS.md)
     "spark.sql.codegen.cache.maxEntries": "2000",
+    # PySpark's DataFrame debugging records the Python call site of every DataFrame and Column call: five more
+    # calls into the JVM and an import attempt each, a visible share of a micro-batch's driver time (the
+    # consumer builds its plans anew every batch; bench/RESULTS.md)
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 

@@ -3,6 +3,7 @@ of a definition (with the SCD2 period), and a column's typed value read from a c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..types import table_schema, typed
@@ -20,6 +21,22 @@ class Projection:
     def __init__(self, options: ApplyOptions, catalog: TableCatalog) -> None:
         self.o = options
         self.catalog = catalog
+        self._memo: dict[tuple, tuple[tuple, Any]] = {}  # see `memo`
+
+    def memo(self, key: tuple, t: TableInfo, cols: list[str], build: Callable[[], Any]) -> Any:
+        """What `build` makes of a table definition's columns (Column objects: each a call into the JVM), made
+        once per definition (a DDL brings a new TableInfo object) and per definition of each column it lacks
+        (`value` reads those from the catalog's columns of the table's past)."""
+        past = self.catalog.known.get((t.schema, t.table), {})
+        deps = tuple(past.get(c) for c in cols if c not in t.by_name)
+        hit = self._memo.get(key)
+        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps, strict=True)):
+            return hit[1]
+        if len(self._memo) > 1024:
+            self._memo.clear()
+        made = build()
+        self._memo[key] = (deps, made)
+        return made
 
     def keys(self, t: TableInfo) -> list[str]:
         if self.o.keys:

@@ -12,7 +12,7 @@ from .ordering import DELETE, UPSERT, delete_rank, key_changed, order, typed_key
 from .projection import Image
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from ...model import TableInfo
     from .lake import Lake
@@ -29,6 +29,24 @@ def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, c
     exploded per change: the same operations and order, with the key typed before rows are grouped by it.
     Measured apart it was not faster than the exploded form (the cost is reading the cached maps, typing
     values and sorting per key)."""
+    build = lambda: _op_columns(proj, o, t, cols, group)  # noqa: E731
+    cols_w, cols_g, key_names, vals, has, by = \
+        proj.memo(("last_ops", t, tuple(cols), group), t, cols, build) if o is proj.o else build()
+    writes = rows.where("kind <> 'delete'").select(*cols_w)
+    # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
+    gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
+                      f"({key_changed(proj.keys(t))}))").select(*cols_g)
+    flat = writes.unionByName(gone, allowMissingColumns=False)
+    w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
+    last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select(
+        *group, "__op", *key_names, *vals, *has)
+    return last, key_names, vals, has
+
+
+def _op_columns(proj: Projection, o: ApplyOptions, t: TableInfo, cols: list[str], group: tuple[str, ...]
+                ) -> tuple[list[Column], list[Column], list[str], list[str], list[str], list[str]]:
+    """The select lists of `last_ops` (key images written; keys deleted) and its column names: a few hundred
+    Column objects, each a call into the JVM (~0.1 s a micro-batch), built once per table definition."""
     keys = proj.keys(t)
     key_names = [f"__k{i}" for i in range(len(keys))]
     vals = [f"__v{i}" for i in range(len(cols))]
@@ -36,23 +54,15 @@ def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, c
     place, by = order(o)
     carry = [F.col(g) for g in group]
     after = Image(t, "after")  # read by position where its keys are the table's columns in order
-    writes = rows.where("kind <> 'delete'").select(
-        *carry, *place, F.lit(1).alias("__r"), F.lit(UPSERT).alias("__op"),
-        *typed_key(t, keys, key_names, o, text=after.text),
-        *[proj.value(t, c, text=after.text(c)).alias(v) for c, v in zip(cols, vals, strict=True)],
-        # a column the image lacks (only-output-updated-columns) keeps the table's value
-        *[after.has(c).alias(h) for c, h in zip(cols, has, strict=True)])
-    # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
-    gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
-                      f"({key_changed(keys)}))").select(
-        *carry, *place, F.lit(delete_rank(o)).alias("__r"), F.lit(DELETE).alias("__op"),
-        *typed_key(t, keys, key_names, o, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
-        *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has])
-    flat = writes.unionByName(gone, allowMissingColumns=False)
-    w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
-    last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select(
-        *group, "__op", *key_names, *vals, *has)
-    return last, key_names, vals, has
+    writes = [*carry, *place, F.lit(1).alias("__r"), F.lit(UPSERT).alias("__op"),
+              *typed_key(t, keys, key_names, o, text=after.text),
+              *[proj.value(t, c, text=after.text(c)).alias(v) for c, v in zip(cols, vals, strict=True)],
+              # a column the image lacks (only-output-updated-columns) keeps the table's value
+              *[after.has(c).alias(h) for c, h in zip(cols, has, strict=True)]]
+    gone = [*carry, *place, F.lit(delete_rank(o)).alias("__r"), F.lit(DELETE).alias("__op"),
+            *typed_key(t, keys, key_names, o, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
+            *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has]]
+    return writes, gone, key_names, vals, has, by
 
 
 def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path: str, rows: DataFrame,

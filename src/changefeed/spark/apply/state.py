@@ -147,15 +147,15 @@ class ProgressLog:
                              "the changelog's cutoff")
 
 
-def restart_rows(upto: int | str, options: ApplyOptions) -> str:
+def restart_rows(upto: str, options: ApplyOptions) -> str:
     """The rows of a micro-batch a restart may read back from the changelog (SQL): every control row (DDL,
     BOOTSTRAP, watermarks, truncates) and row shape (`restore` rebuilds the catalog from them), and the rows not
     applied by the batch's end, those past `upto` (with watermarks: the applied watermark then; without: the DDL
     barrier). The rows at or below it are in their tables, each table's commit made before the batch's progress
     record. A replayed batch computes `upto` from the same progress record and records, but also from the topic's
     partition count of its own time: it applies at least up to the cutoff an earlier attempt recorded
-    (`ChangeApplier._cutoff`), whose changelog commit may be the one that landed. `upto`: a commit ts, or the
-    name of a column that holds it (`params.within`)."""
+    (`ChangeApplier._cutoff`), whose changelog commit may be the one that landed. `upto`: the name of the column
+    that holds it (`params.within`: a literal would make the plan's code new every batch)."""
     cond = f"kind NOT IN {ROW_KINDS_SQL} OR table_def IS NOT NULL OR commit_ts > {upto}"
     if options.watermarks:  # never applied in a window: kept as they came
         cond += " OR commit_ts IS NULL"
