@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+import uuid
 from pathlib import Path
 
 import orjson
@@ -29,3 +31,20 @@ def test_file_source_partitions_follow_new_topic_folders(tmp_path: Path) -> None
         (tmp_path / topic).mkdir()
         (tmp_path / topic / "meta.json").write_bytes(orjson.dumps({"partitions": n}))
     assert src.partitions() == {"changes": 1, "changes_app_users": 3}
+
+
+def test_kafka_partitions_seen_anew_each_call_though_the_admin_client_is_kept(kafka_broker: str) -> None:
+    # a watermark is global only once every partition sent one: a partition added to the topic must show at the
+    # next call, though the admin client (and its connection) is made once per broker list
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker})
+    topic = f"grow_{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(timeout=30)
+    src = parse_source(f"kafka://{kafka_broker}/{topic}")
+    assert src.partitions() == {topic: 2}
+    admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while src.partitions() != {topic: 3} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert src.partitions() == {topic: 3}

@@ -8,6 +8,7 @@ decoder that runs per Spark partition sees each Kafka partition's messages in th
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -79,13 +80,28 @@ class Source:
                 meta = self.folder / t / "meta.json"
                 out[t] = int(orjson.loads(meta.read_bytes())["partitions"]) if meta.exists() else 0
             return out
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": ",".join(self.brokers)})
-        md = admin.list_topics(timeout=10)
+        md = _admin(",".join(self.brokers)).list_topics(timeout=10)
         names = expand_topics(self.topics, [t for t in md.topics if not t.startswith("_")])
         return {t: len(md.topics[t].partitions) if t in md.topics and md.topics[t].error is None else 0
                 for t in names}
+
+
+_ADMINS: dict[str, Any] = {}  # one admin client per broker list, kept: a new one costs a connection (~40 ms)
+
+
+def _admin(brokers: str) -> Any:
+    """The admin client of a broker list, made once per process (`Source.partitions` runs every micro-batch)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = _ADMINS.get(brokers)
+    if admin is None:
+        # its connection lives on: once a broker has gone (a test's, a run's end) librdkafka would print every
+        # reconnect attempt; a failing `list_topics` still raises
+        quiet = logging.getLogger("changefeed.kafka.admin")
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+        admin = _ADMINS[brokers] = AdminClient({"bootstrap.servers": brokers, "logger": quiet})
+    return admin
 
 
 def parse_source(uri: str) -> Source:
