@@ -86,7 +86,7 @@ class Source:
                 for t in names}
 
 
-_ADMINS: dict[str, Any] = {}  # one admin client per broker list, kept: a new one costs a connection (~40 ms)
+_ADMINS: dict[str, Any] = {}  # one admin client per broker list, kept: a new one costs a connection (~57 ms)
 
 
 def _admin(brokers: str) -> Any:
