@@ -10,8 +10,10 @@ Both read the same canal-json topic (3 partitions) from Kafka in the same number
 with the same table. Ours: `read_changes` + `apply_changes` (the protocol decoder in mapInArrow, the bronze
 changelog, watermark windows, one MERGE per table per window). The naive one: a pickled Python UDF running
 `json.loads` per row and a plain MERGE per batch (the last change per key, typed by casts). Both share one Spark
-session, warmed up by both first; they are then timed in the order ours, naive, naive, ours, and each figure is
-the mean of its pipeline's two runs (the JVM keeps compiling through the first runs: the second of two ran faster).
+session. The JVM's JIT keeps compiling through the first full-size runs (its compiler threads took 8.7 CPU-s of the
+first 1M-change run, then 5.3, 3.7, 2.8, 2.1, 1.9 over the next five; bench/RESULTS.md), so both pipelines first
+run the same topic untimed, alternately (`--warm-runs` each, printed as the cold figures); they are then timed in
+the order ours, naive, naive, ours, and each figure is the mean of its pipeline's two timed runs.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def ours(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
 
 
 PHASES: dict[str, float] = {}  # where our pipeline's time went, summed over its micro-batches
-WARM_UP = 200_000  # changes of the untimed run that warms both pipelines up (40k was not enough: ~1.3x slower)
+WARM_RUNS = 2  # untimed full-size runs of each pipeline before the timed ones
 
 
 def naive(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
@@ -137,7 +139,8 @@ def naive(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
     return time.perf_counter() - t0
 
 
-def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]") -> list[dict]:
+def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]", warm_runs: int = WARM_RUNS
+        ) -> list[dict]:
     from changefeed.spark import spark_session
 
     evs = events(n)
@@ -147,14 +150,15 @@ def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2
         del evs
         spark = spark_session(master, "changefeed-bench")
         spark.sparkContext.setLogLevel("ERROR")
-        # both pipelines run once on a small stream first: the JVM's JIT, Delta's and Kafka's classes and the
-        # Python workers are then warm for both (untimed, the first of two pipelines took ~1.5x longer cold)
-        warm = f"{topic}_warm"
-        produce(events(WARM_UP), where, warm)
-        ours(spark, where, warm, Path(tmp) / "warm_ours", WARM_UP // batches + 1)
-        naive(spark, where, warm, Path(tmp) / "warm_naive", WARM_UP // batches + 1)
-        PHASES.clear()
+        # both pipelines run the timed stream first, untimed and alternately: the JIT converges only over several
+        # full-size runs (a 200k-change warm-up left ours' first timed run 18-20 s against 13-14 s later)
         per_batch = n // batches + 1
+        cold: list[tuple[str, float]] = []
+        for i in range(warm_runs):
+            for name, fn in (("ours", ours), ("naive", naive)):
+                cold.append((name, fn(spark, where, topic, Path(tmp) / f"warm_{name}{i}", per_batch)))
+        print("untimed warm-up runs, in the order run: " + ", ".join(f"{k} {v:.1f}" for k, v in cold))
+        PHASES.clear()
         # timed in the order ours, naive, naive, ours: the JVM still compiles (C2) through the first timed runs,
         # so whichever runs second ran ~10-20% faster (ours first then naive: 22.1 / 22.7 s; naive first:
         # 19.0-19.7 / 25.3-25.4 s, bench/RESULTS.md); each pipeline's figure is the mean of its two runs
@@ -182,10 +186,11 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
     ap.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
+    ap.add_argument("--warm-runs", type=int, default=WARM_RUNS, help="untimed runs of each pipeline first")
     args = ap.parse_args()
     print(f"canal-json from Kafka into Delta (SCD1), {args.changes:,} changes in {args.batches} micro-batches, "
           f"Spark {args.master}")
-    print_table(run(args.changes, args.batches, args.brokers, args.master))
+    print_table(run(args.changes, args.batches, args.brokers, args.master, args.warm_runs))
     print("ours, seconds per step over all micro-batches (mean of its two runs): "
           + ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items()))
 
