@@ -87,6 +87,11 @@ class Source:
 
 
 _ADMINS: dict[str, Any] = {}  # one admin client per broker list, kept: a new one costs a connection (~57 ms)
+# the kept clients' librdkafka log: their connections live on, and once a broker has gone (a test's, a run's end)
+# librdkafka would print every reconnect attempt; a failing `list_topics` still raises
+_QUIET = logging.getLogger("changefeed.kafka.admin")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 def _admin(brokers: str) -> Any:
@@ -95,12 +100,7 @@ def _admin(brokers: str) -> Any:
 
     admin = _ADMINS.get(brokers)
     if admin is None:
-        # its connection lives on: once a broker has gone (a test's, a run's end) librdkafka would print every
-        # reconnect attempt; a failing `list_topics` still raises
-        quiet = logging.getLogger("changefeed.kafka.admin")
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
-        admin = _ADMINS[brokers] = AdminClient({"bootstrap.servers": brokers, "logger": quiet})
+        admin = _ADMINS[brokers] = AdminClient({"bootstrap.servers": brokers, "logger": _QUIET})
     return admin
 
 

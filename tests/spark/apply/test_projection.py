@@ -30,10 +30,10 @@ def test_the_same_definition_and_columns_build_once() -> None:
         built.append(1)
         return object()
 
-    a = proj.memo(("k", t, ("id", "name")), t, ["id", "name"], build)
-    b = proj.memo(("k", t, ("id", "name")), t, ["id", "name"], build)
+    a = proj.memo(t, ["id", "name"], build, "k")
+    b = proj.memo(t, ["id", "name"], build, "k")
     assert a is b and len(built) == 1
-    c = proj.memo(("k", t, ("id",)), t, ["id"], build)  # other columns: another entry
+    c = proj.memo(t, ["id"], build, "k")  # other columns: another entry
     assert c is not a and len(built) == 2
 
 
@@ -41,10 +41,10 @@ def test_a_new_definition_builds_again() -> None:
     proj, cat = _proj()
     t1 = _table(Column("name", "varchar(8)"))
     t2 = _table(Column("name", "varchar(16)"))  # a DDL's definition: a new object, though alike
-    a = proj.memo(("k", t1), t1, ["id", "name"], object)
-    b = proj.memo(("k", t2), t2, ["id", "name"], object)
+    a = proj.memo(t1, ["id", "name"], object, "k")
+    b = proj.memo(t2, ["id", "name"], object, "k")
     assert a is not b
-    assert proj.memo(("k", t1), t1, ["id", "name"], object) is a
+    assert proj.memo(t1, ["id", "name"], object, "k") is a
 
 
 def test_a_lacking_column_whose_past_definition_changed_builds_again() -> None:
@@ -53,8 +53,8 @@ def test_a_lacking_column_whose_past_definition_changed_builds_again() -> None:
     cat.set_def(("shop", "t"), _table(Column("qty", "int")))
     now = _table()
     cat.set_def(("shop", "t"), now)
-    a = proj.memo(("k", now), now, ["id", "qty"], object)
-    assert proj.memo(("k", now), now, ["id", "qty"], object) is a
+    a = proj.memo(now, ["id", "qty"], object, "k")
+    assert proj.memo(now, ["id", "qty"], object, "k") is a
     cat.set_def(("shop", "t"), _table(Column("qty", "bigint")))  # the name came back with another type...
     cat.set_def(("shop", "t"), now)  # ...and went again: `qty` is read as a bigint now
-    assert proj.memo(("k", now), now, ["id", "qty"], object) is not a
+    assert proj.memo(now, ["id", "qty"], object, "k") is not a

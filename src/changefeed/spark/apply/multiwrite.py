@@ -123,7 +123,7 @@ class MultiWriter:
                              ("__hi", "long")])
         rows = first.write.window.join(F.broadcast(bounds), ["database", "table"]).where(
             "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
-        last, key_names, vals, has = last_ops(self.proj, self.o, t, rows, cols, group=(TABLE,))
+        last, key_names, vals, has = last_ops(self.proj, t, rows, cols, group=(TABLE,))
         held = self._held(group, schema)
         e, lo = held.alias("e"), last.alias("l")
         cond = F.col(f"e.{TABLE}") == F.col(f"l.{TABLE}")

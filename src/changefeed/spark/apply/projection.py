@@ -23,14 +23,15 @@ class Projection:
         self.catalog = catalog
         self._memo: dict[tuple, tuple[tuple, Any]] = {}  # see `memo`
 
-    def memo(self, key: tuple, t: TableInfo, cols: list[str], build: Callable[[], Any]) -> Any:
+    def memo(self, t: TableInfo, cols: list[str], build: Callable[[], Any], *tag: Any) -> Any:
         """What `build` makes of a table definition's columns (Column objects: each a call into the JVM), made
-        once per definition (a DDL brings a new TableInfo object) and per definition of each column it lacks
-        (`value` reads those from the catalog's columns of the table's past)."""
+        once per definition (a DDL brings a new TableInfo object), columns and `tag`, and per definition of each
+        column it lacks (`value` reads those from the catalog's columns of the table's past)."""
+        key = (t, tuple(cols), *tag)
         past = self.catalog.known.get((t.schema, t.table), {})
         deps = tuple(past.get(c) for c in cols if c not in t.by_name)
         hit = self._memo.get(key)
-        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps, strict=True)):
+        if hit is not None and all(a is b for a, b in zip(hit[0], deps, strict=True)):
             return hit[1]
         if len(self._memo) > 1024:
             self._memo.clear()

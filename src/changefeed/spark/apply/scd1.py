@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .projection import Projection
 
 
-def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, cols: list[str],
+def last_ops(proj: Projection, t: TableInfo, rows: DataFrame, cols: list[str],
              group: tuple[str, ...] = ()) -> tuple[DataFrame, list[str], list[str], list[str]]:
     """Each key's last operation (`__op`, typed key `__k*`, values `__v*`, `__h*`: whether the image holds the
     column), per `group` column too (`multiwrite`: one table of many in a column).
@@ -29,9 +29,8 @@ def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, c
     exploded per change: the same operations and order, with the key typed before rows are grouped by it.
     Measured apart it was not faster than the exploded form (the cost is reading the cached maps, typing
     values and sorting per key)."""
-    build = lambda: _op_columns(proj, o, t, cols, group)  # noqa: E731
-    cols_w, cols_g, key_names, vals, has, by = \
-        proj.memo(("last_ops", t, tuple(cols), group), t, cols, build) if o is proj.o else build()
+    cols_w, cols_g, key_names, vals, has, by = proj.memo(t, cols, lambda: _op_columns(proj, t, cols, group),
+                                                          "last_ops", group)
     writes = rows.where("kind <> 'delete'").select(*cols_w)
     # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
     gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
@@ -43,10 +42,11 @@ def last_ops(proj: Projection, o: ApplyOptions, t: TableInfo, rows: DataFrame, c
     return last, key_names, vals, has
 
 
-def _op_columns(proj: Projection, o: ApplyOptions, t: TableInfo, cols: list[str], group: tuple[str, ...]
+def _op_columns(proj: Projection, t: TableInfo, cols: list[str], group: tuple[str, ...]
                 ) -> tuple[list[Column], list[Column], list[str], list[str], list[str], list[str]]:
     """The select lists of `last_ops` (key images written; keys deleted) and its column names: a few hundred
     Column objects, each a call into the JVM (~0.1 s a micro-batch), built once per table definition."""
+    o = proj.o
     keys = proj.keys(t)
     key_names = [f"__k{i}" for i in range(len(keys))]
     vals = [f"__v{i}" for i in range(len(cols))]
@@ -69,7 +69,7 @@ def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path
                cols: list[str], version: int) -> None:
     """The last operation of each key (`last_ops`), as flat typed columns, merged in one Delta commit."""
     keys = proj.keys(t)
-    last, key_names, vals, has = last_ops(proj, o, t, rows, cols)
+    last, key_names, vals, has = last_ops(proj, t, rows, cols)
     cond = " AND ".join(f"t.{q(k)} <=> s.{q(n)}" for k, n in zip(keys, key_names, strict=True))
     upd = {q(c): F.when(F.col(f"s.{h}"), F.col(f"s.{v}")).otherwise(F.col(f"t.{q(c)}"))
            for c, v, h in zip(cols, vals, has, strict=True)}
