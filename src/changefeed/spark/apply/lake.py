@@ -228,8 +228,10 @@ class Lake:
         (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
          .property("delta.dataSkippingStatsColumns", stats).execute())
 
-    def append(self, rows: DataFrame, path: str, batch_id: int) -> None:
-        """Rows appended to a log as this consumer's commit `batch_id` (once, however often it is replayed).
+    def append(self, rows: DataFrame, path: str, batch_id: int) -> bool:
+        """Rows appended to a log as this consumer's commit `batch_id` (once, however often it is replayed); False
+        when the rows may not have been read: the log held them already (a replay), or Delta's own append took
+        them (it skips a replay without reading them).
 
         On a local lake the rows are written as plain Parquet and committed by delta-rs: Spark's Delta append
         (its snapshot update, statistics, checksum and post-commit work) took about a second of each micro-batch
@@ -237,7 +239,7 @@ class Lake:
         Delta's append, which says what differs."""
         if self.logs.appends(path) and self._same_schema(path, rows):
             if self.txn_version(path) >= batch_id:
-                return  # a replayed batch: its rows are in
+                return False  # a replayed batch: its rows are in
             stage = f"{self.staging}/{uuid.uuid4().hex}"
             try:
                 self.write_staged(rows, stage)
@@ -245,9 +247,10 @@ class Lake:
             finally:
                 self.remove_own(stage)
             self.committed(path, batch_id)
-            return
+            return True
         rows.write.format("delta").mode("append").option("txnAppId", self.app_id).option(
             "txnVersion", batch_id).save(path)
+        return False  # (Delta skips a replay's append without reading its rows)
 
     def _same_schema(self, path: str, rows: DataFrame) -> bool:
         from pyspark.sql import types as T
