@@ -89,7 +89,8 @@ class ChangeApplier:
         self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables, self._apply_ddls)
         # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
         self.pending_rows: dict[int, int] = {}
-        # micro-batches still cached because they hold rows to apply later: (changes, rows) (memory only)
+        # micro-batches holding rows to apply later, cached: (what to unpersist, the rows), memory only; with
+        # watermarks and the minimal changelog only the rows its append took (`_apply_watermarked`)
         self.held: dict[int, tuple[DataFrame, DataFrame]] = {}
         # per cached batch with rows to apply: each table's least and latest commit ts and number of changes
         self.spans: dict[int, dict[tuple[str, str], schedule.Span]] = {}
