@@ -230,8 +230,8 @@ class ChangeApplier:
                            kept: DataFrame | None) -> None:
         """With watermarks: the window (applied, `hi`] (the global watermark) of this batch and the earlier ones
         holding rows. `kept`: the batch's rows its changelog append caches (those past the cutoff, and the
-        control rows), held for a later window instead of the whole batch (None: the changelog takes every row,
-        and the batch is held)."""
+        control rows), held for a later window instead of the whole batch (None, with the "full" changelog: the
+        batch is held)."""
         st = self.state
         if rep.rows_in:
             self.pending_rows[batch_id] = rep.max_ts
@@ -309,8 +309,10 @@ class ChangeApplier:
         log = _Appending()
         if self.o.changelog == "full":
             kept = rows
-        else:  # cached as the append reads them: with watermarks, held for the next window (`_apply_watermarked`)
-            kept = log.kept = within(rows, restart_rows("_p_upto", self.o), _p_upto=upto).persist()
+        else:
+            kept = within(rows, restart_rows("_p_upto", self.o), _p_upto=upto)
+            if self.o.watermarks:  # cached as the append reads them, held for the next window (`_apply_watermarked`)
+                kept = log.kept = kept.persist()
         log.thread = threading.Thread(target=self._append_batch, args=(changes, kept, batch_id, rep, log.failed),
                                       name=f"changelog-{batch_id}", daemon=True)
         log.thread.start()
