@@ -91,7 +91,7 @@ def test_fast_datetime_formatter_matches_the_reference():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from changefeed.debezium.encoder import _datetime_value
+    from changefeed.debezium.values import _datetime_value
     from changefeed.model import Column, TableInfo
 
     enc = DebeziumEncoder(build_config("debezium", {"debezium-disable-schema": "true"}))

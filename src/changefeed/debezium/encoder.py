@@ -25,7 +25,6 @@ from . import ddl as dbz_ddl
 from .connect_schema import SOURCE_SCHEMA, envelope, field_schema, key_schema, watermark_envelope
 from .jsonnum import dumps
 from .rowplan import _Plan
-from .values import _datetime_value as _datetime_value  # re-exported: tests import it from here
 from .values import field_value
 
 _TOPIC_CHARS = re.compile(r"[^A-Za-z0-9._-]")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -22,7 +22,19 @@ from .jsonnum import RawNumber, dumps, go_json_float
 from .values import _date_days, _datetime_value, _timestamp_value
 
 if TYPE_CHECKING:
-    from .encoder import DebeziumEncoder
+    from ..config import CodecConfig
+
+
+class PlanEncoder(Protocol):
+    """What a plan reads of its encoder (`encoder.DebeziumEncoder`, which sits above this module)."""
+
+    config: CodecConfig
+    cluster: str
+
+    def field_value(self, col: Column, value: Any) -> Any: ...
+    def row_schemas(self, t: TableInfo, key_cols: Iterable[Column],
+                    cols: Iterable[Column]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
 
 # per column: the column, its `"name":` bytes, its NULL value's JSON, its non-null value's formatter
 ColumnPlan = tuple[Column, bytes, bytes, Callable[[Any], bytes]]
@@ -45,7 +57,7 @@ def _json_text(v: Any) -> bytes:
     return orjson.dumps(v)
 
 
-def _value_formatter(enc: DebeziumEncoder, col: Column) -> Callable[[Any], bytes]:
+def _value_formatter(enc: PlanEncoder, col: Column) -> Callable[[Any], bytes]:
     """A column's non-null payload value straight to JSON bytes (equal to _json_text(field_value(...)))."""
     t = col.type
     fam = t.family
@@ -112,7 +124,7 @@ class _Plan:
     __slots__ = ("table", "cols", "key_cols", "ncols", "key_head", "key_tail", "src_a", "src_b", "src_c",
                  "value_schema", "enc", "_fills")
 
-    def __init__(self, enc: DebeziumEncoder, t: TableInfo) -> None:
+    def __init__(self, enc: PlanEncoder, t: TableInfo) -> None:
         self.table = t
         self.enc = enc
         self._fills: dict[int, Callable[[Row], bytes]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from changefeed.model import Column, Index, TableInfo
 from changefeed.spark.apply import ApplyOptions, ConsumerState
 from changefeed.spark.apply.catalog import TableCatalog
-from changefeed.spark.apply.ddl import AddColumn, ChangeType, Ddl, DropNotNull, complete, plan_columns, renamed_from
+from changefeed.spark.apply.ddlplan import AddColumn, ChangeType, Ddl, DropNotNull, complete, plan_columns, renamed_from
 from changefeed.spark.apply.projection import Projection
 
 

@@ -3,7 +3,8 @@ bookkeeping is all in their AddFile/RemoveFile actions."""
 
 from __future__ import annotations
 
-from changefeed.spark.apply.deltalog import file_name, local_folder, refusal
+from changefeed.spark.apply.deltalog import file_name, local_folder
+from changefeed.spark.apply.tablefiles import refusal
 
 PLAIN = {"minReaderVersion": 1, "minWriterVersion": 2}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from changefeed.spark.apply import schedule
-from changefeed.spark.apply.ddl import Ddl
+from changefeed.spark.apply.ddlplan import Ddl
 
 
 def _ddl(ts: int, query: str = "ALTER TABLE t ADD c INT") -> Ddl:

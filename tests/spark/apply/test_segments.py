@@ -4,7 +4,7 @@ and which make them moot (no Spark: the rule over table definitions)."""
 from __future__ import annotations
 
 from changefeed.model import Column, Index, TableInfo
-from changefeed.spark.apply.ddl import Ddl
+from changefeed.spark.apply.ddlplan import Ddl
 from changefeed.spark.apply.segments import DISCARD, KEEP, WRITE, before_ddl, ddl_groups
 
 T = ("db", "t")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from changefeed.model import Index, TableInfo
 from changefeed.spark.apply import ApplyOptions, BatchReport, ConsumerState
 from changefeed.spark.apply.catalog import TableCatalog
-from changefeed.spark.apply.ddl import Ddl
+from changefeed.spark.apply.ddlplan import Ddl
 from changefeed.spark.apply.segments import TableWrite, WindowApplier
 
 from .test_segments import _t

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ApplyError
 from . import schedule
 from .catalog import SHAPE_HASH, TableCatalog, control_rows
-from .ddl import Ddl, DdlApplier
+from .ddl import DdlApplier
+from .ddlplan import Ddl
 from .lake import Lake
 from .multiwrite import MultiWriter, Planned
 from .options import (
@@ -44,10 +45,11 @@ from .options import (
 from .ordering import date_deletes
 from .params import bind, within
 from .projection import Projection
+from .restart import restart_rows, restore
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
 from .segments import DdlStep, TableWrite, WindowApplier
-from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress, restart_rows, restore
+from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

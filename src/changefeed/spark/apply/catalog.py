@@ -14,7 +14,7 @@ from ...errors import ApplyError
 from ...eventline import table_from_json
 from ...model import Column as ModelColumn
 from ...model import Index, TableInfo
-from .ddl import Ddl, interpret
+from .ddlplan import Ddl, interpret
 from .options import ROW_KINDS, ROW_KINDS_SQL
 
 if TYPE_CHECKING:

@@ -14,70 +14,22 @@ import functools
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
 import orjson
 
+from .log_jvm import JvmLog
+from .tablefiles import TableFiles
+
 if TYPE_CHECKING:
-    from .lake import Lake
+    from .log_jvm import LakeSession
     from .log_rs import RustLog
 
 # files a rewrite may read and write again in one micro-batch: a table bigger than this keeps its MERGE
 MAX_TABLE_BYTES = 64 << 20
 DELTA_RS = "CHANGEFEED_DELTA_RS"  # 0: commit through the JVM on a local lake too
 T = TypeVar("T")
-
-
-@dataclass
-class TableFiles:
-    """A plain Delta table at one version: its schema (JSON), its data files (path relative to the table -> size)
-    and why it cannot be written by `multiwrite` (None: it can)."""
-
-    version: int
-    schema_json: str
-    files: dict[str, int] = field(default_factory=dict)
-    refused: str | None = None
-
-    @property
-    def size(self) -> int:
-        return sum(self.files.values())
-
-
-# table features whose files any writer writes alike, with nothing kept in the log (TIMESTAMP_NTZ: a column type)
-REWRITABLE_FEATURES = frozenset({"timestampNtz"})
-# writer features a protocol upgrade to table features lists for what writer version 2 had (appendOnly and column
-# invariants: both looked for below, in the properties and the schema)
-_LEGACY_WRITER = frozenset({"appendOnly", "invariants"})
-
-
-def refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[str, Any]]) -> str | None:
-    """Why a table's files cannot simply be rewritten by another writer: a feature whose bookkeeping only
-    Delta's own writers keep (column mapping's physical names, deletion vectors, CDC files, type widening,
-    constraints, partitions...). Plain tables, the ones `lake.create_table` makes, have none; a table with
-    TIMESTAMP_NTZ columns has only that feature."""
-    reader, writer = protocol.get("minReaderVersion", 1), protocol.get("minWriterVersion", 2)
-    if reader not in (1, 3) or writer not in (1, 2, 7):
-        return "table features"
-    if reader == 3 and not REWRITABLE_FEATURES.issuperset(protocol.get("readerFeatures") or ()):
-        return "table features"
-    if writer == 7 and not (REWRITABLE_FEATURES | _LEGACY_WRITER).issuperset(protocol.get("writerFeatures") or ()):
-        return "table features"
-    if "delta.invariants" in (metadata.get("schemaString") or ""):
-        return "column invariants"
-    if metadata.get("partitionColumns"):
-        return "partitioned"
-    conf = metadata.get("configuration") or {}
-    for k, v in conf.items():
-        if k.startswith("delta.constraints.") or (k in ("delta.enableChangeDataFeed", "delta.appendOnly")
-                                                  and str(v).lower() == "true"):
-            return k
-        if k == "delta.columnMapping.mode" and v != "none":
-            return k
-    if any(a.get("deletionVector") for a in adds):
-        return "deletion vectors"
-    return None
 
 
 class LogWriter(Protocol):
@@ -102,9 +54,7 @@ def local_folder(path: str, default_fs: str = "file:///") -> str | None:
 class DeltaLogs:
     """The driver's view of the Delta logs it commits to."""
 
-    def __init__(self, lake: Lake) -> None:
-        from .log_jvm import JvmLog
-
+    def __init__(self, lake: LakeSession) -> None:
         self.lake = lake
         self._files: dict[str, TableFiles] = {}  # per table path, as of this consumer's last look or commit
         self._jvm: LogWriter = JvmLog(lake)

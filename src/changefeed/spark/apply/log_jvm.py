@@ -5,20 +5,29 @@ checksums and checkpoints itself."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from ...errors import ApplyError
 from . import logfile
-from .deltalog import TableFiles, refusal
+from .tablefiles import TableFiles, refusal
 
 if TYPE_CHECKING:
-    from .lake import Lake
+    from pyspark.sql import SparkSession
+
+
+class LakeSession(Protocol):
+    """What the log writers use of the lake (`lake.Lake`, which sits above them): the calling thread's session
+    and Delta's `DeltaLog` of a table."""
+
+    @property
+    def spark(self) -> SparkSession: ...
+    def _jvm_log(self, path: str) -> Any: ...
 
 
 class JvmLog:
-    def __init__(self, lake: Lake) -> None:
+    def __init__(self, lake: LakeSession) -> None:
         self.lake = lake
 
     def _jvm(self) -> Any:

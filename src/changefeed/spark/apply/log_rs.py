@@ -23,7 +23,7 @@ import orjson
 
 from ...errors import ApplyError
 from . import logfile
-from .deltalog import TableFiles, refusal
+from .tablefiles import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
 CHECKPOINT_INTERVAL = 100  # delta-rs's default for `delta.checkpointInterval`

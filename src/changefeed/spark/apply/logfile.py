@@ -4,7 +4,7 @@ if no writer took that version first (Delta's protocol: a commit is the atomic p
 A window over hundreds of small tables commits each of them, and a database's first window creates them. Through
 delta-rs a commit cost 5-6 ms of driver time in a 200-table run (its table object loaded and followed after each;
 bench/RESULTS.md), and a creation more; either is a few lines of JSON. Only plain tables get their commits written
-here (`deltalog.refusal`: no table feature whose bookkeeping lives in the log, such as row tracking or in-commit
+here (`tablefiles.refusal`: no table feature whose bookkeeping lives in the log, such as row tracking or in-commit
 timestamps), with plain file names (the log's path strings are then the names themselves); other commits go
 through delta-rs or Delta's own classes (`log_jvm` builds its actions here too), and reads and checkpoints stay
 with delta-rs.

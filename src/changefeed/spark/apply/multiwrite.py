@@ -29,11 +29,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import driverfiles
-from .deltalog import MAX_TABLE_BYTES, TableFiles, file_name, new_file_name
+from .deltalog import MAX_TABLE_BYTES, file_name, new_file_name
 from .options import q
 from .ordering import UPSERT
 from .params import local_rows
 from .scd1 import last_ops
+from .tablefiles import TableFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -25,7 +25,7 @@ from .options import ROW_KINDS
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-    from .ddl import Ddl
+    from .ddlplan import Ddl
 
 TableKey = tuple[str, str]
 Span = tuple[int, int, int]  # a table's least and latest commit ts in a batch, and its number of changes

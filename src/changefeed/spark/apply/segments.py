@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from ...ddl import TABLE_RENAMING, drops_schema, drops_table, truncates
 from ...model import TableInfo
 from . import schedule
-from .ddl import complete
+from .ddlplan import complete
 from .options import sql_string
 from .params import within
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from .catalog import TableCatalog
-    from .ddl import Ddl
+    from .ddlplan import Ddl
     from .options import ApplyOptions
     from .state import BatchReport, ConsumerState
 
