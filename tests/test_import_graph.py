@@ -106,6 +106,25 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def cycle_path(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
+    """One cycle through the first module of a strongly connected component, as the path of imports."""
+    start, inside = comp[0], set(comp)
+    prev: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph[v] & inside):
+            if w == start:
+                path = [v]
+                while path[-1] != start:
+                    path.append(prev[path[-1]])
+                return [*reversed(path), start]
+            if w not in prev:
+                prev[w] = v
+                todo.append(w)
+    raise AssertionError(f"no cycle through {start}")
+
+
 def test_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> None:
     """The graph builder itself finds a cycle made of a relative import and one hidden in a function."""
     pkg = tmp_path / PACKAGE / "sub"
@@ -118,10 +137,13 @@ def test_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> None:
     graph = import_graph(module_files(tmp_path))
     assert graph["changefeed.sub.c"] == {"changefeed.sub.a"}
     assert cycles(graph) == [["changefeed.sub.a", "changefeed.sub.b"]]
+    assert cycle_path(graph, cycles(graph)[0]) == ["changefeed.sub.a", "changefeed.sub.b", "changefeed.sub.a"]
 
 
 def test_no_import_cycles() -> None:
     mods = module_files()
     assert "changefeed.spark.apply" in mods and len(mods) > 50
-    found = cycles(import_graph(mods))
-    assert not found, "import cycles in src/changefeed:\n" + "\n".join(" <-> ".join(c) for c in found)
+    graph = import_graph(mods)
+    found = cycles(graph)
+    assert not found, "import cycles in src/changefeed (a -> b: a imports b):\n" + "\n".join(
+        f"{' -> '.join(cycle_path(graph, c))}  (modules in the cycle: {', '.join(c)})" for c in found)

@@ -163,7 +163,7 @@ def test_a_replay_that_sees_another_partition_still_applies_what_its_changelog_l
     4th partition with no watermark yet: on its own it would apply nothing and hold the batch in memory only, so
     the rows up to the first cutoff (in no changelog) would be gone once the consumer stopped. It applies up to
     the recorded cutoff, and a restarted consumer ends where upstream is."""
-    from changefeed.spark.apply import ChangeApplier
+    from changefeed.spark.apply.backlog import Backlog
 
     events = list(generate(seed=17, transactions=80))
     staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
@@ -175,7 +175,7 @@ def test_a_replay_that_sees_another_partition_still_applies_what_its_changelog_l
         raise RuntimeError("killed after the changelog append, before the tables")
 
     with monkeypatch.context() as m:
-        m.setattr(ChangeApplier, "_apply_watermarked", killed)
+        m.setattr(Backlog, "watermarked", killed)
         with pytest.raises(Exception, match="killed"):
             consume(spark, live, lake, "canal-json", options, partitions={"t": 3})
     log = spark.read.format("delta").load(str(lake / "_changefeed" / "changelog"))

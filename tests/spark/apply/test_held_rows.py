@@ -58,7 +58,7 @@ def test_a_batch_holds_only_the_rows_a_later_window_needs(spark, tmp_path: Path)
                                                           "table_def IS NOT NULL").count() < b0.where(ROWS).count()
 
     # a restarted consumer replays batch 0 (its changelog commit is in: the append reads nothing), then batch 1
-    applier._release_held({})  # (the first one's caches gone with it: the same plan would find them)
+    applier.backlog.release({})  # (the first one's caches gone with it: the same plan would find them)
     again = ChangeApplier(spark, str(lake), options=opts, partitions=parts)
     again.process(batch(first), 0)
     assert _loaded(spark, again.held[0][1]) and again.held[0][1].where(later).count() == past

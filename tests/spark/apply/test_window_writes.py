@@ -18,7 +18,7 @@ ROWS = "database string, `table` string, kind string, commit_ts long, topic stri
 def _replay(spark, ddl_ts: int, hi: int) -> list[tuple[str, int, int]]:
     """The window (50, hi] of rows of db.t at 60 and 90 and a DROP INDEX of db.t at `ddl_ts`: what is recorded,
     as (what, version, rows written) in order; a write at or below the table's last version is skipped, as
-    `ChangeApplier._plan` does."""
+    `TableWriters._plan` does."""
     b = _t("id", "a")
     with_index = TableInfo("db", "t", columns=b.columns, indexes=[*b.indexes, Index("ia", ["a"])])
     cat = TableCatalog(ApplyOptions(), ConsumerState())

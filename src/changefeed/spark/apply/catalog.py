@@ -141,6 +141,12 @@ class TableCatalog:
                     return False
         return True
 
+    def take(self, rows: DataFrame, counts: list[Any]) -> None:
+        """What a batch's control rows teach the catalog: their job (`control_rows`) only where its first job's
+        counts show something new (`nothing_new`)."""
+        if not self.nothing_new(counts, self.o.apply_as_truncates):
+            self.learn(control_rows(rows, self.o.apply_as_truncates))
+
     def learn(self, rows: list[Any]) -> None:
         """Take control rows (`control_rows`, in their order): DDL to apply, or definitions to hold."""
         for r in rows:

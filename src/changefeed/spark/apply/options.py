@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...errors import ApplyError
 from .. import table_features as features
 
 ROW_KINDS = ("insert", "update", "delete")
@@ -52,3 +53,12 @@ class ApplyOptions:
     # the bronze changelog: "minimal" keeps what a restart reads (DDL, BOOTSTRAP, row shapes, watermarks, truncates
     # and the rows the batch left unapplied); "full" every decoded change, as it came (an audit log)
     changelog: str = "minimal"
+
+    def check(self) -> None:
+        """Refuse settings that contradict each other, before anything is read or written."""
+        if self.scd_type not in (1, 2):
+            raise ApplyError(f"stored_as_scd_type must be 1 or 2, not {self.scd_type}")
+        if self.on_ddl_error not in ("stop", "skip"):
+            raise ApplyError(f"on_ddl_error is stop or skip, not {self.on_ddl_error!r}")
+        if self.track_history_column_list is not None and self.scd_type != 2:
+            raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")

@@ -22,7 +22,7 @@ def restart_rows(upto: str, options: ApplyOptions) -> str:
     barrier). The rows at or below it are in their tables, each table's commit made before the batch's progress
     record. A replayed batch computes `upto` from the same progress record and records, but also from the topic's
     partition count of its own time: it applies at least up to the cutoff an earlier attempt recorded
-    (`ChangeApplier._cutoff`), whose changelog commit may be the one that landed. `upto`: the name of the column
+    (`changelog.Changelog.cutoff`), whose changelog commit may be the one that landed. `upto`: the name of the column
     that holds it (`params.within`: a literal would make the plan's code new every batch)."""
     cond = f"kind NOT IN {ROW_KINDS_SQL} OR table_def IS NOT NULL OR commit_ts > {upto}"
     if options.watermarks:  # never applied in a window: kept as they came

@@ -139,6 +139,15 @@ def keyed_held(held: Mapping[int, tuple[int, int]], batch_id: int, hi: int, max_
     return out
 
 
+def raise_watermarks(watermarks: dict[str, int], agg: Iterable[Mapping[str, Any]]) -> None:
+    """Each partition's watermark raised to the latest its micro-batch delivered (the batch's first job's counts:
+    its `watermark` rows per topic and partition)."""
+    for r in agg:
+        if r["kind"] == "watermark":
+            k = partition_key(r["topic"], r["partition"])
+            watermarks[k] = max(watermarks.get(k, 0), r["ts"])
+
+
 def raise_delete_floors(floors: dict[str, int], agg: Iterable[Mapping[str, Any]]) -> None:
     """Per partition, the least commit ts its next change can have: past its latest row's, or one past its
     latest watermark (an untimed delete is dated no lower)."""

@@ -14,13 +14,15 @@ Rebuilt from the changelog at start (`restart.restore`): the catalog (table defi
 table has had, pending DDL and their broadcast copies, the latest DDL copy per partition) and, with
 watermarks, the batches whose rows are not all applied yet (`pending_rows`).
 Memory only (rebuilt lazily or not needed after a restart): each table's Delta version (`Lake`, read back
-from the Delta log), the cached micro-batches still holding rows (`held`), their table spans (`spans`), and
+from the Delta log), the cached micro-batches still holding rows and their table spans (`backlog`), and
 the row shapes a drifting stream carried (`TableCatalog.drift`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,16 @@ class BatchReport:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step, for reports and benchmarks
     upgrades: list[features.Upgrade] = field(default_factory=list)  # Delta features a DDL turned on
+
+    def count(self, agg: Sequence[Mapping[str, Any]]) -> None:
+        """The batch's changes and errors, and its latest commit ts, from its first job's counts (per kind,
+        topic, partition and table)."""
+        counts: Counter[str] = Counter()
+        for r in agg:
+            counts[r["kind"]] += r["n"]
+        self.max_ts = max((r["ts"] or 0 for r in agg if r["kind"] in ("insert", "update", "delete")), default=0)
+        self.errors = counts.get("error", 0)
+        self.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
 
 
 class Laps:
