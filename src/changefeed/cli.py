@@ -29,7 +29,7 @@ from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
 from .spark.layout import LakeLayout, schema_store
-from .workdir import open_checkpoint, open_folder, open_lake, output_file
+from .workdir import open_checkpoint, open_folder, open_lake, replacing
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -322,7 +322,7 @@ def workload(
         w = Workload(seed, transactions, live_rows=live_rows)
         writer = EventWriter()
         n = 0
-        with open(output_file(output), "wb") as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
+        with replacing(output) as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
                 "{task.completed:,} events"), TimeRemainingColumn(), console=err, transient=True) as bar:
             task = bar.add_task("workload", total=None)
             for ev in w:
@@ -331,7 +331,7 @@ def workload(
                 if n % 5000 == 0:
                     bar.update(task, completed=n)
         if expected is not None:
-            with open(output_file(expected, "--expected"), "wb") as f:
+            with replacing(expected, "--expected") as f:
                 f.writelines(expected_lines(w.state))
         rows = sum(len(t.rows) for t in w.state.tables.values())
         err.print(f"wrote {n:,} events to {output}" + (f"; the final state ({len(w.state.tables)} tables, {rows:,} "

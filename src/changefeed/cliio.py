@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, 
 from .codecs import ConsumerDecoder
 from .errors import ChangefeedError, DecodeError
 from .eventline import Message, message_to_line
-from .workdir import output_file
+from .workdir import replacing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -86,12 +86,12 @@ def open_in(path: Path | None) -> Iterator[IO[bytes]]:
 
 @contextlib.contextmanager
 def open_out(path: Path | None) -> Iterator[IO[bytes]]:
-    """The output file (never one changefeed did not write), or stdout for none or `-`."""
+    """The output file (replaced when the command succeeds, never a folder), or stdout for none or `-`."""
     if path is None or str(path) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
     else:
-        with open(output_file(path), "wb", buffering=1 << 20) as f:
+        with replacing(path) as f:
             yield f
 
 
