@@ -56,6 +56,7 @@ def test_run_refuses_a_work_folder_with_the_users_files(tmp_path: Path) -> None:
 def test_consume_refuses_a_lake_or_checkpoint_with_the_users_files(tmp_path: Path) -> None:
     d = users_folder(tmp_path)
     (tmp_path / "topic").mkdir()
+    (tmp_path / "topic" / "meta.json").write_bytes(b'{"partitions": 1}')  # a topic (a missing one is refused)
     src = f"file://{tmp_path}/topic?protocol=canal-json"
     refused_in_one_line(cli("consume", "--from", src, "--lake", str(d)), d)
     untouched(d)
