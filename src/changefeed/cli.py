@@ -21,6 +21,7 @@ from .cliio import (
     open_in,
     open_out,
     reported,
+    require_source,
 )
 from .codecs import make_decoder, make_encoder
 from .config import ConfigError, build_config, parse_option_pairs
@@ -28,8 +29,9 @@ from .errors import DecodeError
 from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
-from .spark.layout import LakeLayout, schema_store
-from .workdir import open_checkpoint, open_folder, open_lake, output_file
+from .spark.layout import LakeLayout, lake_path, schema_store
+from .spark.logs import spark_folder
+from .workdir import open_checkpoint, open_folder, open_lake, replacing
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -215,11 +217,13 @@ def consume(
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
-        cp = checkpoint or LakeLayout(lake).checkpoint
+        require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
+        lake = lake_path(lake)
+        cp = lake_path(checkpoint) if checkpoint else LakeLayout(lake).checkpoint
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
-        spark = command_spark(master)
+        spark = command_spark(master, spark_folder(lake), debug)
         totals = ConsumeTotals()  # the clock starts once Spark is up
         changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
                                max_records_per_trigger=max_records_per_trigger)
@@ -256,7 +260,8 @@ def verify(
             expected = expected_from(against.split("?", 1)[0], proto, opts)
         else:
             expected = expected_from(against)
-        rep = run_verify(command_spark(master), lake, expected)
+        rep = run_verify(command_spark(master, spark_folder(lake) if Path(lake).is_dir() else spark_folder(None),
+                                       debug), lake, expected)
         print_verify(rep, f"{lake} against {no_password(against)}")
         if not rep.ok:
             raise typer.Exit(1)
@@ -322,7 +327,7 @@ def workload(
         w = Workload(seed, transactions, live_rows=live_rows)
         writer = EventWriter()
         n = 0
-        with open(output_file(output), "wb") as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
+        with replacing(output) as f, Progress(TextColumn("workload"), BarColumn(), TextColumn(
                 "{task.completed:,} events"), TimeRemainingColumn(), console=err, transient=True) as bar:
             task = bar.add_task("workload", total=None)
             for ev in w:
@@ -331,7 +336,7 @@ def workload(
                 if n % 5000 == 0:
                     bar.update(task, completed=n)
         if expected is not None:
-            with open(output_file(expected, "--expected"), "wb") as f:
+            with replacing(expected, "--expected") as f:
                 f.writelines(expected_lines(w.state))
         rows = sum(len(t.rows) for t in w.state.tables.values())
         err.print(f"wrote {n:,} events to {output}" + (f"; the final state ({len(w.state.tables)} tables, {rows:,} "
@@ -368,10 +373,11 @@ def run(
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
+        spark = command_spark(master, folder.claim("spark"), debug)  # before the bars: the JVM's output goes there
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       console=err, transient=False) as bar:
             hooks = RunBars(bar)
-            rep = run_job(command_spark(master), ro, hooks)
+            rep = run_job(spark, ro, hooks)
         print_run(rep)
         if rep.verification is None or not rep.verification.ok:
             raise typer.Exit(1)

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from .codecs import ConsumerDecoder
-from .errors import ChangefeedError, DecodeError
+from .errors import ChangefeedError, ConfigError, DecodeError
 from .eventline import Message, message_to_line
-from .workdir import output_file
+from .workdir import replacing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,8 +40,11 @@ def reported(debug: bool) -> Iterator[None]:
             raise
         if debug:
             err.print(traceback.format_exc(), markup=False, highlight=False)
-        err.print(f"[bold red]error:[/] the Spark query stopped: {spark_reason(e)} (--debug for the detail)",
-                  highlight=False)
+        from .spark.logs import current_log
+
+        log = current_log()
+        where = f"--debug for the detail, or Spark's log {log}" if log else "--debug for the detail"
+        err.print(f"[bold red]error:[/] the Spark query stopped: {spark_reason(e)} ({where})", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -57,12 +60,16 @@ def spark_reason(e: Exception) -> str:
     return line.strip()
 
 
-def command_spark(master: str | None) -> SparkSession:
+def command_spark(master: str | None, folder: Path | None = None, debug: bool = False) -> SparkSession:
     """The session a command runs on (the active one, else a new one), with Spark's log down to errors: a
-    failure is reported in one line by `reported`."""
+    failure is reported in one line by `reported`. A session it starts writes the JVM's output and Spark's
+    warehouse under `folder` (spark/logs.py), not on the terminal or in the current folder; `debug` keeps
+    them as Spark has them."""
     from .spark import spark_session
+    from .spark.logs import quiet_launch
 
-    spark = spark_session(master)
+    with quiet_launch(folder, debug) as conf:
+        spark = spark_session(master, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -76,22 +83,47 @@ def no_password(uri: str) -> str:
 
 @contextlib.contextmanager
 def open_in(path: Path | None) -> Iterator[IO[bytes]]:
-    """The input file, or stdin for none or `-`."""
+    """The input file, or stdin for none or `-`; a missing one is an error naming it."""
     if path is None or str(path) == "-":
         yield sys.stdin.buffer
-    else:
-        with open(path, "rb") as f:
-            yield f
+        return
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file (given as -i)")
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder (given as -i): give a file")
+    with open(path, "rb") as f:
+        yield f
+
+
+def require_source(uri: str, waits: bool = False) -> None:
+    """A `file://` source that is not there is an error naming it (else a consumer reads nothing and says it
+    consumed 0 changes): its folder must exist, and each topic named (not a pattern) must have been created,
+    unless the consumer `waits` for it (a processing-time trigger: a producer may create it later). Kafka
+    topics are Spark's source's to find."""
+    from urllib.parse import urlparse
+
+    if not uri.startswith("file:"):
+        return
+    path = Path(urlparse(uri).path)
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"no such folder {folder} (given as --from {uri})")
+    if waits:
+        return
+    for topic in path.name.split(","):
+        if not any(c in topic for c in "*?[") and not (folder / topic / "meta.json").is_file():
+            raise ConfigError(f"no topic {topic!r} in {folder} (no {folder / topic / 'meta.json'}; given as "
+                              f"--from {uri})")
 
 
 @contextlib.contextmanager
 def open_out(path: Path | None) -> Iterator[IO[bytes]]:
-    """The output file (never one changefeed did not write), or stdout for none or `-`."""
+    """The output file (replaced when the command succeeds, never a folder), or stdout for none or `-`."""
     if path is None or str(path) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
     else:
-        with open(output_file(path), "wb", buffering=1 << 20) as f:
+        with replacing(path) as f:
             yield f
 
 

@@ -65,6 +65,11 @@ def payload_from_json(v: Any, name: str) -> bytes | None:
 
 
 def message_to_line(m: Message) -> bytes:
+    if m.key is None and m.topic is None and m.partition is None and m.value is not None and m.value[:1] == b"{":
+        try:  # the common line, without a dict to build: `{"key":null,"value":"<the JSON payload as text>"}`
+            return b'{"key":null,"value":' + orjson.dumps(m.value.decode("utf-8")) + b"}"
+        except UnicodeDecodeError:
+            pass
     obj: dict[str, Any] = {"key": payload_to_json(m.key), "value": payload_to_json(m.value)}
     if m.topic is not None:
         obj["topic"] = m.topic
@@ -239,10 +244,15 @@ def row_to_json(table: TableInfo, row: Row) -> dict[str, Any]:
 
 
 class EventReader:
-    """Parses event lines; tables seen before are reused, so a long file parses each table once."""
+    """Parses event lines; tables seen before are reused, so a long file parses each table once.
+
+    A table's JSON is most of a row event's line and the same on every line of that table version: a line laid
+    out as EventWriter writes it (`"table":` then `,"preTable":`) whose table text was seen before is parsed
+    without it (the text is looked up, the rest of the line parsed), about half the JSON work of a row event."""
 
     def __init__(self) -> None:
         self._tables: dict[bytes, TableInfo] = {}
+        self._raw: dict[bytes, TableInfo] = {}  # a table's exact JSON text, as lines carry it
 
     def _table(self, obj: Any, path: str) -> TableInfo | None:
         if obj is None:
@@ -257,9 +267,30 @@ class EventReader:
         return t
 
     def parse(self, line: bytes | str) -> Event:
+        if isinstance(line, bytes):
+            a = line.find(b'"table":{')
+            b = line.find(b',"preTable":', a) if a > 0 else -1
+            if b > 0:
+                raw = line[a + 8:b]
+                table = self._raw.get(raw)
+                if table is not None:
+                    try:
+                        obj = orjson.loads(line[:a + 8] + b"null" + line[b:])
+                    except orjson.JSONDecodeError:
+                        obj = None
+                    if isinstance(obj, dict) and "table" in obj and obj["table"] is None:
+                        return self.from_obj(obj, table)
+                obj = json_object(line, "an event line")
+                ev = self.from_obj(obj)
+                if ev.table is not None and len(raw) < 1 << 20 and _same_json(raw, obj.get("table")):
+                    if len(self._raw) > 10000:
+                        self._raw.clear()
+                    self._raw[raw] = ev.table
+                return ev
         return self.from_obj(json_object(line, "an event line"))
 
-    def from_obj(self, obj: dict[str, Any]) -> Event:
+    def from_obj(self, obj: dict[str, Any], known: TableInfo | None = None) -> Event:
+        """An event from a parsed line; `known`: its table, when the line's table text was seen before."""
         kind = _KINDS.get(obj.get("kind"))  # type: ignore[arg-type]
         if kind is None:
             raise DecodeError(f"unknown kind {obj.get('kind')!r}: expected one of {', '.join(_KINDS)}", field="kind")
@@ -269,7 +300,7 @@ class EventReader:
             ts = int(digits) if isinstance(digits, str) and digits.isdigit() else None
         if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts < 1 << 64:
             raise DecodeError("commitTs must be an unsigned 64-bit integer", field="commitTs")
-        table = self._table(obj.get("table"), "table")
+        table = known if known is not None else self._table(obj.get("table"), "table")
         pre_table = self._table(obj.get("preTable"), "preTable")
         ev = Event(kind=kind, commit_ts=ts, table=table, pre_table=pre_table)
         pos = obj.get("position")
@@ -331,13 +362,37 @@ def event_to_obj(ev: Event, table_cache: dict[int, dict] | None = None) -> dict[
 
 
 class EventWriter:
-    """Serialises events to lines, each distinct table converted once."""
+    """Serialises events to lines, each distinct table converted once. A row event's table is written as the
+    JSON text made the first time (most of the line, the same on every line of a table version), the rest
+    by orjson: the bytes are those `orjson.dumps(event_to_obj(ev))` gives."""
 
     def __init__(self) -> None:
         self._cache: dict[int, Any] = {}
+        self._text: dict[int, tuple[TableInfo, bytes]] = {}
 
     def line(self, ev: Event) -> bytes:
-        return orjson.dumps(event_to_obj(ev, self._cache))
+        table = ev.table
+        if table is None or ev.pre_table is not None or ev.position or ev.kind not in _ROW_KINDS:
+            return orjson.dumps(event_to_obj(ev, self._cache))
+        cached = self._text.get(id(table))
+        if cached is None or cached[0] is not table:
+            cached = self._text[id(table)] = (table, orjson.dumps(table_to_json(table)))
+        before = b"null" if ev.before is None else orjson.dumps(row_to_json(table, ev.before))
+        after = b"null" if ev.after is None else orjson.dumps(row_to_json(table, ev.after))
+        return b"".join((_ROW_HEAD[ev.kind], str(ev.commit_ts).encode(), b',"table":', cached[1],
+                         b',"preTable":null,"before":', before, b',"after":', after, b',"ddl":null}'))
+
+
+_ROW_KINDS = (Kind.INSERT, Kind.UPDATE, Kind.DELETE)
+_ROW_HEAD = {k: b'{"kind":"%s","commitTs":' % k.value.encode() for k in _ROW_KINDS}
+
+
+def _same_json(raw: bytes, obj: Any) -> bool:
+    """Whether `raw` is JSON text for `obj` (a line's table text, before it is trusted on later lines)."""
+    try:
+        return bool(orjson.loads(raw) == obj)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def read_lines(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

@@ -2,15 +2,20 @@
 
 A folder changefeed makes (or finds empty) gets a marker file, `.changefeed`, listing the entries it created
 there. Starting fresh removes only those entries; a folder that holds anything else without the marker is
-refused in one line, as is an output file that already exists and was not written by changefeed. Every
-command that writes goes through here, so the rule is in one place.
+refused in one line. An output file the user names (`-o`) is the one thing replaced, as every tool beside
+changefeed replaces it; a folder named as the output never is. Every command that writes goes through here,
+so the rule is in one place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -107,22 +112,42 @@ def open_checkpoint(uri: str, option: str = "--checkpoint") -> WorkFolder | None
 
 
 def output_file(path: Path, option: str = "-o") -> Path:
-    """A file to (over)write: refused when it exists, unless changefeed's marker in its folder lists it."""
-    if path.exists() or path.is_symlink():
-        if path.is_dir():
-            raise ForeignPathError(f"{path} is a folder{_opt(option)}: give a file path")
-        marker = path.parent / MARKER
-        listed = False
-        if marker.is_file():
-            try:
-                listed = path.name in orjson.loads(marker.read_bytes()).get("entries", [])
-            except (orjson.JSONDecodeError, AttributeError):
-                listed = False
-        if not listed and path.stat().st_size > 0:
-            raise ForeignPathError(f"{path} already exists{_opt(option)}: changefeed does not overwrite files it "
-                                   "did not create; remove it or choose another path")
+    """A file the user named as the output: a folder there is refused; its own folder is made when missing."""
+    if path.is_dir():
+        raise ForeignPathError(f"{path} is a folder{_opt(option)}: give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextlib.contextmanager
+def replacing(path: Path, option: str = "-o") -> Iterator[IO[bytes]]:
+    """The output file the user named, open for writing. A file there is replaced, as `sort -o` or `curl -o`
+    replace theirs: the new content is written beside it and moved into place only when the command succeeds,
+    so a failed run leaves the old file as it was, and a symbolic link is replaced, never followed. A device or
+    a pipe (`/dev/null`, a FIFO) is written to as it is; a folder is refused."""
+    target = output_file(path, option)
+    if target.exists() and not target.is_file():  # /dev/null, a FIFO: a stream, not a file to replace
+        with open(target, "wb") as f:
+            yield f
+        return
+    mode = target.stat().st_mode & 0o7777 if target.is_file() and not target.is_symlink() else _default_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            yield f
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _default_mode() -> int:
+    """The mode `open(path, "w")` would give a new file: 0o666 less the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _mark(path: Path) -> WorkFolder:

@@ -56,6 +56,7 @@ def test_run_refuses_a_work_folder_with_the_users_files(tmp_path: Path) -> None:
 def test_consume_refuses_a_lake_or_checkpoint_with_the_users_files(tmp_path: Path) -> None:
     d = users_folder(tmp_path)
     (tmp_path / "topic").mkdir()
+    (tmp_path / "topic" / "meta.json").write_bytes(b'{"partitions": 1}')  # a topic (a missing one is refused)
     src = f"file://{tmp_path}/topic?protocol=canal-json"
     refused_in_one_line(cli("consume", "--from", src, "--lake", str(d)), d)
     untouched(d)
@@ -65,31 +66,52 @@ def test_consume_refuses_a_lake_or_checkpoint_with_the_users_files(tmp_path: Pat
 
 
 @pytest.mark.parametrize("command", ["encode", "decode", "workload"])
-def test_output_files_are_never_overwritten(tmp_path: Path, command: str) -> None:
+def test_the_output_file_named_is_replaced_and_nothing_else(tmp_path: Path, command: str) -> None:
     d = users_folder(tmp_path)
-    target = d / "notes.txt"
+    target = d / "out.jsonl"
+    target.write_bytes(PRECIOUS)
+    msgs = tmp_path / "m.jsonl"
+    assert cli("encode", "-i", str(EXAMPLE), "-o", str(msgs)).returncode == 0
     args = {"encode": ["encode", "-i", str(EXAMPLE), "-o", str(target)],
-            "decode": ["decode", "-i", str(EXAMPLE), "-o", str(target)],
+            "decode": ["decode", "-i", str(msgs), "-o", str(target)],
             "workload": ["workload", "--transactions", "3", "-o", str(target)]}[command]
-    refused_in_one_line(cli(*args), target)
-    untouched(d)
-    # a new file beside the user's is fine
-    args[-1] = str(d / "new.jsonl")
-    if command == "decode":  # decode reads messages: give it some
-        msgs = tmp_path / "m.jsonl"
-        assert cli("encode", "-i", str(EXAMPLE), "-o", str(msgs)).returncode == 0
-        args[2] = str(msgs)
     r = cli(*args)
     assert r.returncode == 0, r.stderr
-    assert (d / "new.jsonl").stat().st_size > 0
+    assert target.read_bytes() != PRECIOUS and target.read_bytes().startswith(b"{")
+    untouched(d)
+    assert sorted(p.name for p in d.iterdir()) == ["notes.txt", "out.jsonl", "sub"]  # no temporary file left
+    # a folder named as the output is refused, and left as it was
+    args[-1] = str(d / "sub")
+    refused_in_one_line(cli(*args), d / "sub")
     untouched(d)
 
 
-def test_workload_expected_file_is_never_overwritten(tmp_path: Path) -> None:
+def test_a_failed_run_leaves_the_old_output_and_a_link_is_not_followed(tmp_path: Path) -> None:
     d = users_folder(tmp_path)
-    r = cli("workload", "--transactions", "3", "-o", str(d / "ev.jsonl"), "--expected", str(d / "notes.txt"))
-    refused_in_one_line(r, d / "notes.txt")
+    target = d / "out.jsonl"
+    target.write_bytes(PRECIOUS)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(EXAMPLE.read_bytes().splitlines(keepends=True)[0] + b"{not json\n")
+    r = cli("encode", "-i", str(bad), "-o", str(target))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert target.read_bytes() == PRECIOUS
+    assert sorted(p.name for p in d.iterdir()) == ["notes.txt", "out.jsonl", "sub"]
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(d / "notes.txt")
+    assert cli("encode", "-i", str(EXAMPLE), "-o", str(link)).returncode == 0
+    assert not link.is_symlink() and link.read_bytes().startswith(b"{")
+    untouched(d)  # what the link pointed at is not the output
+
+
+def test_workload_expected_file_is_replaced(tmp_path: Path) -> None:
+    d = users_folder(tmp_path)
+    (d / "state.jsonl").write_bytes(PRECIOUS)
+    r = cli("workload", "--transactions", "3", "-o", str(d / "ev.jsonl"), "--expected", str(d / "state.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert (d / "state.jsonl").read_bytes() != PRECIOUS
     untouched(d)
+    refused_in_one_line(cli("workload", "--transactions", "3", "-o", str(d / "ev.jsonl"), "--expected",
+                            str(d / "sub")), d / "sub")
 
 
 def test_roundtrip_writes_beside_the_users_files(tmp_path: Path) -> None:
@@ -122,6 +144,6 @@ def test_an_empty_folder_is_taken_and_a_file_is_not_a_folder(tmp_path: Path) -> 
     (tmp_path / "f").write_bytes(PRECIOUS)
     with pytest.raises(ForeignPathError, match="is a file"):
         open_folder(tmp_path / "f")
-    with pytest.raises(ForeignPathError, match="already exists"):
-        output_file(tmp_path / "f")
+    with pytest.raises(ForeignPathError, match="is a folder"):
+        output_file(tmp_path / "empty")
     assert output_file(tmp_path / "new" / "x.jsonl").parent.is_dir()

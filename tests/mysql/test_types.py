@@ -103,3 +103,30 @@ def test_every_type_family_from_sql_to_events(mariadb, metadata: str) -> None:
                 for row in (e.before, e.after):
                     if row is not None:
                         assert c.normalize(row[c.name]) == row[c.name]
+
+
+def test_json_numbers_keep_their_kind_from_the_binlog_to_the_messages(mariadb) -> None:
+    """MariaDB's JSON is text: `-15000000000.0` is a double there (JSON_TYPE says DOUBLE), and stays one: the
+    integral double is written with its `.0`, by the snapshot and from the binlog, and through canal-json and
+    back, so the lake's JSON string reads as the same kind of number."""
+    from changefeed.canal import CanalJSONDecoder, CanalJSONEncoder
+    from changefeed.config import build_config
+
+    db = mariadb.fresh_db("json_kind_db")
+    values = ["-15000000000.0", "[1.0, 2, -0.5, 1e2]", '{"a": -0.0, "b": 7}']
+    mariadb.run("CREATE TABLE j (id INT PRIMARY KEY, v JSON)",
+                f"INSERT INTO j VALUES (1, '{values[0]}')", db=db)  # row 1 by the snapshot, the rest: binlog
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))
+    mariadb.run(*(f"INSERT INTO j VALUES ({i}, '{v}')" for i, v in enumerate(values, 2)), db=db)
+    with mariadb.admin(db) as conn, conn.cursor() as cur:  # what the server itself says each value is
+        cur.execute("SELECT id, JSON_TYPE(v) FROM j ORDER BY id")
+        kinds = dict(cur.fetchall())
+    events = [e for _, evs in drain(src) for e in evs if e.kind is Kind.INSERT]
+    src.close()
+    assert kinds[1] == kinds[2] == "DOUBLE"
+    got = {e.after["id"]: e.after["v"] for e in events}
+    assert got == {1: "-15000000000.0", 2: "-15000000000.0", 3: "[1.0, 2, -0.5, 100.0]", 4: '{"a": -0.0, "b": 7}'}
+    cfg = build_config("canal-json", {"enable-tidb-extension": "true"})
+    enc, dec = CanalJSONEncoder(cfg), CanalJSONDecoder(cfg)
+    back = [ev for e in events for m in enc.encode(e) for ev in dec.decode(m.value)]
+    assert {e.after["id"]: e.after["v"] for e in back} == got

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import logging
 from typing import Any
 
 import orjson
@@ -27,6 +28,8 @@ from ..mysqltypes import (
 )
 
 _EPOCH = dt.datetime(1970, 1, 1)
+_log = logging.getLogger("changefeed.values")
+_WARNED: set[tuple[str, str, str]] = set()  # once per column and process: decoders are made again per Spark task
 _OPS = {"c": Kind.INSERT, "r": Kind.INSERT, "u": Kind.UPDATE, "d": Kind.DELETE}
 
 
@@ -116,6 +119,34 @@ def _datum(col: Column, semantic: str, v: Any, binary_b64: bool) -> Any:
     return v
 
 
+def _maybe_unsigned(fields: list[dict] | None, known: TableInfo | None) -> frozenset[str]:
+    """The int64 columns whose MySQL type nothing says: no `tidb_type` (TiCDC's extension is off), no
+    definition from a schema-change message. A BIGINT UNSIGNED value above 2^63 arrives there wrapped negative
+    (TiCDC writes int64), and the consumer cannot tell it from a signed one."""
+    if known is not None and known.columns or fields is None:  # without a schema every integer is a guess
+        return frozenset()
+    return frozenset(f["field"] for f in fields
+                     if f.get("type") == "int64" and not f.get("name") and not f.get("tidb_type"))
+
+
+def _warn_wrapped(t: TableInfo, unsure: frozenset[str], *images: Any) -> None:
+    """One warning line per column (and process) when a negative value comes in a column that may be BIGINT
+    UNSIGNED: it is kept as it came, and the line says why it may be wrong and how to know."""
+    for img in images:
+        if not isinstance(img, dict):
+            continue
+        for name in unsure:
+            v = img.get(name)
+            if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+                key = (t.schema, t.table, name)
+                if key not in _WARNED:
+                    _WARNED.add(key)
+                    _log.warning("column %s.%s.%s: %d arrived as a negative int64 in a debezium stream without TiDB's "
+                                 "extension; if the column is BIGINT UNSIGNED it is %d (TiCDC writes values above "
+                                 "2^63 wrapped): enable-tidb-extension=true, or the table's DDL in the stream, "
+                                 "carries the column's type", t.schema, t.table, name, v, v + (1 << 64))
+
+
 def _ddl_column(c: dict[str, Any]) -> Column:
     """A column of a schema-change message back to a MySQL column type."""
     expr = (c.get("typeExpression") or c.get("typeName") or "text").lower()
@@ -146,6 +177,7 @@ class DebeziumDecoder:
         self.config = config or CodecConfig(protocol="debezium")
         self._tables: dict[tuple, tuple[TableInfo, dict[str, str]]] = {}
         self._known: dict[tuple[str, str], TableInfo] = {}  # definitions from schema-change messages
+        self._unsure: dict[int, frozenset[str]] = {}  # per table: int64 columns that may be BIGINT UNSIGNED
 
     def remember(self, t: TableInfo) -> None:
         """A definition from earlier DDL: its MySQL types (unsigned, enum members) refine the Connect schema's."""
@@ -176,6 +208,7 @@ class DebeziumDecoder:
             cols = [Column(name=n, mysql_type=_infer(v), primary_key=n in keys) for n, v in sample.items()]
         t = TableInfo(schema=db, table=table, columns=cols,
                       indexes=[Index("PRIMARY", list(keys), primary=True, unique=True)] if keys else [])
+        self._unsure[id(t)] = _maybe_unsigned(fields, known)
         self._tables[sig] = (t, semantics)
         return t, semantics
 
@@ -265,6 +298,9 @@ class DebeziumDecoder:
                                           field=f"payload.{img_name}", offset=field_offset(value, img_name))
         t, semantics = self._table(src.get("db", ""), src.get("table", ""), fields, sample, keys)
         b64 = src.get("connector") == "TiCDC" or fields is not None
+        unsure = self._unsure.get(id(t))
+        if unsure:
+            _warn_wrapped(t, unsure, before, after)
 
         def row(img: Any, name: str) -> Row | None:
             if img is None:

@@ -114,7 +114,10 @@ def tidb_json_text(v: Any) -> str:
     if f != f or f in (float("inf"), float("-inf")):
         raise ValueError_(f"{v!r} is not a JSON number")
     if f == 0 or 1e-6 <= abs(f) < 1e21:
-        return go_format_float64(f)
+        text = go_format_float64(f)
+        # a double keeps its kind in the text: an integral one is written with ".0" (`-15000000000.0`, as MySQL
+        # and MariaDB show it), so that it reads back as a double, not as an integer
+        return text if "." in text else text + ".0"
     r = repr(f)  # ES6 style, as Go's encoding/json: 1e+21, 1.5e-7
     return r.replace("e-0", "e-")
 

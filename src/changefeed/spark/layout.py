@@ -13,6 +13,7 @@ Paths are joined with `/` (they may be URIs: s3a://..., file:...); a trailing `/
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 META = "_changefeed"  # the lake's own folder, beside the databases (a database never starts with `_` here)
@@ -61,3 +62,11 @@ class LakeLayout:
 def schema_store(checkpoint: str) -> str:
     """Where the decoders keep the schemas they learned, inside the Spark checkpoint."""
     return f"{checkpoint}/schemas"
+
+
+def lake_path(path: str) -> str:
+    """A lake or checkpoint as Spark and Delta need it: a relative local path made absolute (Delta takes a relative
+    `location` for a table name, and refuses `lake/_changefeed/...`); URIs and absolute paths as given."""
+    if "://" in path or path.startswith("file:") or os.path.isabs(path):
+        return path
+    return os.path.abspath(path)

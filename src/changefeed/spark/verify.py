@@ -16,7 +16,7 @@ from ..eventline import EventReader, read_lines
 from ..model import Event, Kind
 from ..upstream import UpstreamState, final_state
 from .apply import END_AT, START_AT, q
-from .layout import LakeLayout
+from .layout import LakeLayout, lake_path
 from .types import table_schema, text_of, typed
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def _checksum(df: DataFrame) -> int:
 def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5) -> VerifyReport:
     from ..spark.apply import ChangeApplier
 
+    lake = lake_path(lake)
     probe = ChangeApplier(spark, lake)
     checks: list[TableCheck] = []
     expected_paths = set()
