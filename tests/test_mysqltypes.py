@@ -641,13 +641,16 @@ def test_json_values_become_tidb_canonical_text():
     assert n({}) == "{}" and n([]) == "[]"
     # TiDB keeps object keys sorted by their UTF-8 bytes (appendBinaryObject), whatever the input order
     assert n({"z": 1, "a": 2, "é": 3, "B": 4}) == '{"B": 4, "a": 2, "z": 1, "é": 3}'
-    # numbers as TiDB's marshalFloat64To writes them: Go 'f' format, ES6 exponent outside [1e-6, 1e21); a double
-    # keeps its kind: an integral one is written with ".0" (MariaDB's -15000000000.0 is not the integer)
+    # numbers as TiDB's marshalFloat64To (pkg/types/json_binary.go) writes them: Go's shortest 'f' text, and ".0"
+    # after an integral one (MariaDB's -15000000000.0 is not the integer); MySQL's exponent range outside
+    # [1e-15, 1e15), Go's 'e' text without the exponent's '+' (e-09 cannot occur there)
     assert n(1.5) == "1.5" and n(1.0) == "1.0" and n(-0.0) == "-0.0" and n(-15000000000.0) == "-15000000000.0"
     assert n(-15000000000) == "-15000000000" and n([1, 1.0]) == "[1, 1.0]"
-    assert n(1e21) == "1e+21" and n(1.5e-7) == "1.5e-7" and n(1e-6) == "0.000001"
+    assert n(1e21) == "1e21" and n(1.5e-7) == "0.00000015" and n(1e-6) == "0.000001"
+    assert n(1e15) == "1e15" and n(999999999999999.0) == "999999999999999.0" and n(-2.5e300) == "-2.5e300"
+    assert n(1e-15) == "0.000000000000001" and n(1e-16) == "1e-16" and n(-1.5e-20) == "-1.5e-20"
     assert n(U64_MAX) == "18446744073709551615" and n(I64_MIN) == "-9223372036854775808"
-    assert n(1 << 64) == "18446744073709552000.0"  # beyond uint64 TiDB reads a double
+    assert n(1 << 64) == "1.8446744073709552e19"  # beyond uint64 TiDB reads a double
     # strings as TiDB's jsonMarshalStringTo: <>& raw, \b \f as \u00XX, U+2028/9 escaped
     assert n({"k": "<&>\b\f\n\t\x01\u2028\u2029😀"}) == '{"k": "<&>\\u0008\\u000c\\n\\t\\u0001\\u2028\\u2029😀"}'
     assert n({"k": "a\\b\"c"}) == '{"k": "a\\\\b\\"c"}'

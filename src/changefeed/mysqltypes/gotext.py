@@ -113,13 +113,23 @@ def tidb_json_text(v: Any) -> str:
         raise ValueError_(f"{v!r} is out of range for a JSON number") from None
     if f != f or f in (float("inf"), float("-inf")):
         raise ValueError_(f"{v!r} is not a JSON number")
-    if f == 0 or 1e-6 <= abs(f) < 1e21:
+    if f == 0 or 1e-15 <= abs(f) < 1e15:
         text = go_format_float64(f)
-        # a double keeps its kind in the text: an integral one is written with ".0" (`-15000000000.0`, as MySQL
-        # and MariaDB show it), so that it reads back as a double, not as an integer
+        # a double keeps its kind in the text: an integral one is written with ".0" (`-15000000000.0`, as TiDB's
+        # marshalFloat64To, MySQL and MariaDB show it), so that it reads back as a double, not as an integer
         return text if "." in text else text + ".0"
-    r = repr(f)  # ES6 style, as Go's encoding/json: 1e+21, 1.5e-7
-    return r.replace("e-0", "e-")
+    # MySQL's exponent range, not Go's JSON one: Go's shortest 'e' text without the exponent's '+' (1e15, 1e-16)
+    return _go_e_text(f).replace("e+", "e")
+
+
+def _go_e_text(f: float) -> str:
+    """Go's strconv.FormatFloat(f, 'e', -1, 64): the shortest digits (Python's repr has them), one before the point,
+    an exponent of at least two digits; repr itself switches to an exponent only from 1e16."""
+    sign, digits, exp = Decimal(repr(f)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    e = len(digits) - 1 + int(exp)
+    return f"{'-' if sign else ''}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
 
 
 _JSON_SHORT_ESC = re.compile(r"(?<!\\)((?:\\\\)*)\\([bf])")
