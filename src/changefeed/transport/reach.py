@@ -27,7 +27,8 @@ log = logging.getLogger("changefeed.kafka")
 # librdkafka error codes that no retry mends: a refused login, a failed TLS handshake, a bad setting
 _AUTHENTICATION, _SSL = -169, -181
 _FATAL_WORDS = ("SASL authentication", "Authentication failed", "SSL handshake failed", "certificate verify failed",
-                "Invalid credentials", "invalid credentials", "UNSUPPORTED_SASL_MECHANISM", "SASL handshake failed")
+                "Invalid credentials", "invalid credentials", "UNSUPPORTED_SASL_MECHANISM", "SASL handshake failed",
+                "bad certificate", "certificate required", "unknown ca")
 
 
 def set_connect_timeout(seconds: float | None) -> None:
