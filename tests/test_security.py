@@ -48,7 +48,8 @@ def test_plain_without_tls_mutual_tls_and_skip_verify(pem: dict[str, str]) -> No
     assert lib["ssl.key.location"] == pem["key"] and lib["enable.ssl.certificate.verification"] is False
     sp = spark_kafka_options(mtls)
     assert sp["kafka.ssl.keystore.type"] == "PEM" and sp["kafka.ssl.keystore.key"] == PKCS8
-    assert sp["kafka.ssl.keystore.certificate.chain"] == CERT and sp["kafka.ssl.endpoint.identification.algorithm"] == ""
+    assert sp["kafka.ssl.keystore.certificate.chain"] == CERT
+    assert sp["kafka.ssl.endpoint.identification.algorithm"] == ""
     assert redact(f"key is {PKCS8}") == "key is -----*** PRIVATE KEY-----\n"
 
 
