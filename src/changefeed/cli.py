@@ -249,11 +249,11 @@ def consume(
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
-        settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
         cp = checkpoint or LakeLayout(lake).checkpoint
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
+        settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
         spark = command_spark(master)
         totals = ConsumeTotals()  # the clock starts once Spark is up
         changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
