@@ -246,6 +246,7 @@ def consume(
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
     with reported(debug):
         from .spark.pipeline import apply_changes, read_changes
+        from .spark.source import parse_source
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
@@ -256,12 +257,22 @@ def consume(
         settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
         spark = command_spark(master)
         totals = ConsumeTotals()  # the clock starts once Spark is up
-        changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
-                               max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
-        query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
-                              watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
-                              table_features=table_features, changelog=changelog)
-        query.awaitTermination()  # type: ignore[union-attr]
+        src = parse_source(base, settings)
+        while True:  # once more from the checkpoint when the query stopped while the brokers were away
+            changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
+                                   max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
+            query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
+                                  watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
+                                  table_features=table_features, changelog=changelog)
+            with src.watch() as watch:  # a broker that goes away is said, once
+                try:
+                    query.awaitTermination()  # type: ignore[union-attr]
+                    break
+                except Exception:
+                    if watch is None or not watch.saw_down:
+                        raise
+            src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
+            err.print("the query stopped while the brokers were away: resuming from its checkpoint", highlight=False)
         totals.print_end(lake)
 
 

@@ -19,7 +19,7 @@ import orjson
 
 from ..config import ConfigError
 from ..security import KafkaSecurity, jvm_properties, kafka_security, librdkafka_config, spark_kafka_options
-from ..transport.reach import ErrorTrap, check_topics, probe, quiet_config, wait_for_brokers
+from ..transport.reach import BrokerWatch, ErrorTrap, check_topics, probe, quiet_config, wait_for_brokers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -79,6 +79,15 @@ class Source:
         """The cluster's metadata; a broker that has gone away is waited for, said once (reach.py)."""
         admin, trap = _admin(self.client_config())
         return wait_for_brokers(lambda: admin.list_topics(timeout=10), ",".join(self.brokers), trap)
+
+    def watch(self) -> Any:
+        """A context that says so, once, while the brokers do not answer (reach.BrokerWatch); none for files."""
+        import contextlib
+
+        if self.scheme != "kafka":
+            return contextlib.nullcontext()
+        admin, trap = _admin(self.client_config())
+        return BrokerWatch(admin, ",".join(self.brokers), trap)
 
     def probe(self, wait_for_topic: bool = False) -> None:
         """Refuse, in one line and within the connect timeout, brokers that cannot be used and a topic they do
@@ -157,6 +166,8 @@ def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = Tru
         sec = src.security()
         for k, v in jvm_properties(sec).items():
             spark._jvm.java.lang.System.setProperty(k, v)  # type: ignore[union-attr]
+        if sec.protocol != "PLAINTEXT":  # a plan Spark prints shows source options: not the JAAS line or key
+            spark.conf.set("spark.sql.redaction.options.regex", "(?i)url|jaas|keystore|password|secret|token")
         r = r.format("kafka").option("kafka.bootstrap.servers", ",".join(src.brokers))
         r = r.options(**spark_kafka_options(sec))
         if src.patterned:  # new topics found within a second (Kafka's default metadata age is 5 minutes)

@@ -9,6 +9,7 @@ and the cause. A broker that goes away later is waited for (`wait_for_brokers`),
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -120,21 +121,69 @@ def check_topics(md: Any, brokers: str, topics: list[str], wait: bool, refresh: 
     return md
 
 
+_DOWN: set[str] = set()  # clusters said to be unreachable, so that it is said once, by whoever sees it first
+_DOWN_LOCK = threading.Lock()
+
+
+def _down(brokers: str, cause: str) -> None:
+    with _DOWN_LOCK:
+        if brokers not in _DOWN:
+            _DOWN.add(brokers)
+            log.warning(f"kafka {brokers}: not reachable ({cause}); waiting for it to come back")
+
+
+def _up(brokers: str) -> None:
+    with _DOWN_LOCK:
+        if brokers in _DOWN:
+            _DOWN.discard(brokers)
+            log.warning(f"kafka {brokers}: reachable again; resuming")
+
+
 def wait_for_brokers(list_topics: Callable[[], Any], brokers: str, trap: ErrorTrap) -> Any:
     """Metadata from a cluster that may have gone away: waits for it to come back, saying so once (and again
     when it is back)."""
     from confluent_kafka import KafkaException
 
-    said = False
     while True:
         try:
             md = list_topics()
-            if said:
-                log.warning(f"kafka {brokers}: reachable again; resuming")
+            _up(brokers)
             return md
         except KafkaException as e:
-            if not said:
-                cause = trap.cause() if trap.last is not None else _short(str(e))
-                log.warning(f"kafka {brokers}: not reachable ({cause}); waiting for it to come back")
-                said = True
+            _down(brokers, trap.cause() if trap.last is not None else _short(str(e)))
             time.sleep(1.0)
+
+
+class BrokerWatch:
+    """While a long query runs, asks the cluster for its metadata every few seconds: a cluster that stops
+    answering is said once (Spark's Kafka client waits for it silently), and again when it is back."""
+
+    def __init__(self, admin: Any, brokers: str, trap: ErrorTrap, every_s: float = 5.0) -> None:
+        self.admin, self.brokers, self.trap, self.every_s = admin, brokers, trap, every_s
+        self.saw_down = False  # the cluster stopped answering at some point while watched
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="changefeed-broker-watch", daemon=True)
+
+    def __enter__(self) -> BrokerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(self.every_s + 15)
+
+    @property
+    def down(self) -> bool:
+        return self.brokers in _DOWN
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaException
+
+        while not self._stop.wait(self.every_s):
+            try:
+                self.admin.list_topics(timeout=10)
+                _up(self.brokers)
+            except KafkaException as e:
+                self.admin.poll(0)
+                self.saw_down = True
+                _down(self.brokers, self.trap.cause() if self.trap.last is not None else _short(str(e)))
