@@ -177,6 +177,7 @@ def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBro
     text = "".join(err)
     assert consume.returncode == 0, text
     assert "consumed" in text
+    assert text.count("not reachable") == 1 and "reachable again" in text, text  # said once, and when back
     outputs += [out, text]
 
     print(text)  # what the consumer said around the restart (pytest -s shows it)
@@ -186,3 +187,21 @@ def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBro
     assert v.returncode == 0, v.stdout + v.stderr
     outputs += [t.stderr, v.stdout, v.stderr]
     no_secret_in(*outputs, files=tmp_path)
+
+
+def test_the_main_job_over_sasl_ssl_with_registry_credentials(secure_kafka: SecureBroker, spark,
+                                                              schema_registry_url: str, tmp_path: Path,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """`run` with avro (a topic per table, read through a pattern) over SASL_SSL, the registry's URL carrying
+    credentials: the lake verifies, and neither password is in what was printed or written."""
+    from changefeed.job import RunOptions, run
+
+    registry = schema_registry_url.replace("http://", f"http://cdc:{REG_SECRET}@")
+    options = {"enable-tidb-extension": "true", "avro-enable-watermark": "true", "schema-registry": registry}
+    uri = secure_kafka.uri(f"run{uuid.uuid4().hex[:6]}", protocol="avro").replace(
+        "enable-tidb-extension=true", "&".join(f"{k}={v}" for k, v in options.items()))
+    rep = run(spark, RunOptions(protocol="avro", options=options, sink_uri=uri, work=tmp_path / "w",
+                                transactions=60, seed=14, max_records_per_trigger=150))
+    assert rep.verification is not None and rep.verification.ok, rep.verification
+    out = capfd.readouterr()
+    no_secret_in(out.out, out.err, files=tmp_path)
