@@ -108,7 +108,8 @@ class KafkaTransport:
     def flush(self, timeout_s: float = 120) -> None:
         left = self.producer.flush(timeout_s)
         if left:
-            raise TransportError(f"{left} messages were not delivered within {timeout_s:.0f} s")
+            why = f" (kafka {self._where}: {self._trap.cause()})" if self._trap.last is not None else ""
+            raise TransportError(f"{left} messages were not delivered within {timeout_s:.0f} s{why}")
         if self._errors:
             first = self._errors[0]
             raise TransportError(f"{len(self._errors)} messages could not be delivered (first: {first})")
