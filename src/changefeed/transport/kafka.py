@@ -60,6 +60,8 @@ class KafkaTransport:
         t = md.topics.get(topic)
         want = 1
         if t is None or t.error is not None or not t.partitions:
+            if self.sink.kafka.get("auto-create-topic", "true").lower() == "false":  # TiCDC's switch
+                raise TransportError(f"kafka {self._where}: no topic {topic!r} (auto-create-topic=false)")
             fs = self.admin.create_topics([NewTopic(topic, num_partitions=self.sink.partition_num,
                                                     replication_factor=self.sink.replication_factor)])
             try:
