@@ -126,6 +126,9 @@ def test_refusals_are_one_line_prompt_and_keep_secrets(secure_kafka: SecureBroke
         (["consume", "--from", f"kafka://u:{SECRET}@127.0.0.1:{_free_port()}/t?protocol=canal-json"
           f"&sasl-password={SECRET}", "--lake", lake, "--connect-timeout", "3", "--debug"],
          ["not reachable within 3 s", "Connection refused"], 20),
+        # an error that quotes the whole URI (no topic in it): printed with its secrets masked
+        (["produce", "--sink-uri", f"kafka://u:{SECRET}@127.0.0.1:{b.sasl}/?protocol=canal-json"
+          f"&sasl-password={SECRET}", "-i", example], ["one topic name", "sasl-password=***"], 20),
         # a schema registry that is down, its credentials in its URL
         (["consume", "--from", b.uri(topic, protocol="avro") + "&schema-registry=http://reg:" + REG_SECRET
           + f"@127.0.0.1:{_free_port()}/apis", "--lake", lake, "--connect-timeout", "3"],
