@@ -140,11 +140,15 @@ def produce(
     watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
     ddl_to_all_partitions: Annotated[bool, typer.Option(
         help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    connect_timeout: opt.ConnectTimeout = 30.0,
     debug: opt.Debug = False,
 ) -> None:
     """Event lines through encoder, router and transport."""
     with reported(debug):
         from .produce import open_producer
+        from .transport.reach import set_connect_timeout
+
+        set_connect_timeout(connect_timeout)
 
         producer, transport, sink = open_producer(sink_uri, config, ddl_to_all_partitions=ddl_to_all_partitions,
                                                   watermark_interval_ms=watermark_interval_ms)
@@ -171,12 +175,15 @@ def tail(
     protocol: opt.ProtocolOverride = None,
     option: opt.CodecOptions = None,
     output: opt.Output = None,
+    connect_timeout: opt.ConnectTimeout = 30.0,
     debug: opt.Debug = False,
 ) -> None:
     """Every partition of a topic, decoded: event lines with topic, partition and offset added."""
     with reported(debug):
         from .sinkconfig import parse_sink_uri
+        from .transport.reach import set_connect_timeout
 
+        set_connect_timeout(connect_timeout)
         sink = parse_sink_uri(source)
         records = topic_records(sink)  # nothing is read before the output opens
         opts = dict(sink.codec_options)
@@ -194,6 +201,30 @@ def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tup
     return codec_options(uri, protocol, parse_option_pairs(option or []))
 
 
+def _reachable(source: str, config: Path | None, connect_timeout: float, wait_for_topic: bool,
+               codec: dict[str, str]) -> dict[str, str]:
+    """A Kafka source's TLS/SASL settings (URI over TOML), once its brokers, topics and schema registry answer:
+    refused in one line, within the connect timeout, when they cannot be used."""
+    from .sinkconfig import kafka_settings
+    from .transport.reach import set_connect_timeout
+
+    set_connect_timeout(connect_timeout)
+    settings = kafka_settings(source, config)
+    if not source.lower().startswith("kafka"):
+        return settings
+    from .spark.source import parse_source
+
+    parse_source(source.split("?", 1)[0], settings).probe(wait_for_topic)
+    if codec.get("schema-registry"):
+        from .avro.registry import SchemaRegistry
+        from .codecs import registry_tls_args
+        from .config import build_config
+
+        cfg = build_config("avro", {k: v for k, v in codec.items() if k.startswith("schema-registry")})
+        SchemaRegistry(cfg.schema_registry, timeout_s=connect_timeout, retries=1, **registry_tls_args(cfg)).subjects()
+    return settings
+
+
 @app.command()
 def consume(
     source: opt.From,
@@ -209,11 +240,15 @@ def consume(
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
     master: opt.Master = None,
+    config: opt.Config = None,
+    connect_timeout: opt.ConnectTimeout = 30.0,
+    wait_for_topic: opt.WaitForTopic = False,
     debug: opt.Debug = False,
 ) -> None:
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
     with reported(debug):
         from .spark.pipeline import apply_changes, read_changes
+        from .spark.source import parse_source
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
@@ -223,14 +258,25 @@ def consume(
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
+        settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
         spark = command_spark(master, spark_folder(lake), debug)
         totals = ConsumeTotals()  # the clock starts once Spark is up
-        changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
-                               max_records_per_trigger=max_records_per_trigger)
-        query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
-                              watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
-                              table_features=table_features, changelog=changelog)
-        query.awaitTermination()  # type: ignore[union-attr]
+        src = parse_source(base, settings)
+        while True:  # once more from the checkpoint when the query stopped while the brokers were away
+            changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
+                                   max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
+            query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
+                                  watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
+                                  table_features=table_features, changelog=changelog)
+            with src.watch() as watch:  # a broker that goes away is said, once
+                try:
+                    query.awaitTermination()  # type: ignore[union-attr]
+                    break
+                except Exception:
+                    if watch is None or not watch.saw_down:
+                        raise
+            src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
+            err.print("the query stopped while the brokers were away: resuming from its checkpoint", highlight=False)
         totals.print_end(lake)
 
 
@@ -242,10 +288,14 @@ def verify(
     protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="the stream's protocol")] = None,
     option: opt.CodecOptions = None,
     master: Annotated[str | None, typer.Option(help="Spark master")] = None,
+    connect_timeout: opt.ConnectTimeout = 30.0,
     debug: opt.Debug = False,
 ) -> None:
     """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
     with reported(debug):
+        from .transport.reach import set_connect_timeout
+
+        set_connect_timeout(connect_timeout)
         from .mysql.uri import is_mysql_uri
         from .spark.verify import expected_from
         from .spark.verify import verify as run_verify
@@ -257,7 +307,7 @@ def verify(
             expected, _ = live_state(parse_mysql_uri(against))
         elif "://" in against:
             proto, opts = _codec_opts(against, protocol, option)
-            expected = expected_from(against.split("?", 1)[0], proto, opts)
+            expected = expected_from(against, proto, opts)  # with the URI's TLS/SASL settings
         else:
             expected = expected_from(against)
         rep = run_verify(command_spark(master, spark_folder(lake) if Path(lake).is_dir() else spark_folder(None),
@@ -384,7 +434,12 @@ def run(
 
 
 def main() -> None:
-    """The `changefeed` entry point (pyproject.toml's scripts)."""
+    """The `changefeed` entry point (pyproject.toml's scripts); what it prints goes through redact.py, so a
+    secret in a URI, an option or another tool's message never reaches the terminal or a log file."""
+    from .redact import RedactingStream
+
+    sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
     app()
 
 

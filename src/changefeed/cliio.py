@@ -12,11 +12,13 @@ from typing import IO, TYPE_CHECKING
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from .codecs import ConsumerDecoder
 from .errors import ChangefeedError, ConfigError, DecodeError
 from .eventline import Message, message_to_line
+from .redact import redact
 from .workdir import replacing
 
 if TYPE_CHECKING:
@@ -32,19 +34,25 @@ def reported(debug: bool) -> Iterator[None]:
         yield
     except (ChangefeedError, OSError) as e:
         if debug:
-            err.print(traceback.format_exc(), markup=False, highlight=False)
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+            err.print(redact(traceback.format_exc()), markup=False, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(redact(str(e)))}", highlight=False)
         raise typer.Exit(1) from None
     except Exception as e:
+        if type(e).__module__.startswith(("confluent_kafka", "cimpl")):  # a client error: one line too
+            if debug:
+                err.print(redact(traceback.format_exc()), markup=False, highlight=False)
+            err.print(f"[bold red]error:[/] kafka: {escape(redact(str(e)))}", highlight=False)
+            raise typer.Exit(1) from None
         if not type(e).__module__.startswith(("pyspark", "py4j")):
             raise
         if debug:
-            err.print(traceback.format_exc(), markup=False, highlight=False)
+            err.print(redact(traceback.format_exc()), markup=False, highlight=False)
         from .spark.logs import current_log
 
         log = current_log()
-        where = f"--debug for the detail, or Spark's log {log}" if log else "--debug for the detail"
-        err.print(f"[bold red]error:[/] the Spark query stopped: {spark_reason(e)} ({where})", highlight=False)
+        where = f"--debug for the detail, or Spark's log {escape(str(log))}" if log else "--debug for the detail"
+        err.print(f"[bold red]error:[/] the Spark query stopped: {escape(redact(spark_reason(e)))} ({where})",
+                  highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -75,10 +83,8 @@ def command_spark(master: str | None, folder: Path | None = None, debug: bool = 
 
 
 def no_password(uri: str) -> str:
-    """The URI as it may be printed: a password in it is left out."""
-    import re
-
-    return re.sub(r"^(\w+://[^:/@]*):[^@/]*@", r"\1@", uri)
+    """The URI as it may be printed: its secrets (user-info password, sasl-password=, ...) masked."""
+    return redact(uri)
 
 
 @contextlib.contextmanager
@@ -156,7 +162,7 @@ class DeadLetter:
         if self._f is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._f = open(self.path, "ab")
-        rec = {"line": lineno, "error": e.reason, "field": e.field, "offset": e.offset,
+        rec = {"line": lineno, "error": redact(e.reason), "field": e.field, "offset": e.offset,
                "input": line.decode("utf-8", "replace")}
         self._f.write(orjson.dumps(rec) + b"\n")
 

@@ -24,6 +24,10 @@ TableFeatures = Annotated[str, typer.Option(
 MaxRecords = Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")]
 Master = Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")]
 Debug = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
+ConnectTimeout = Annotated[float, typer.Option(
+    help="seconds to wait for a Kafka cluster to answer before giving up with the reason")]
+WaitForTopic = Annotated[bool, typer.Option(
+    "--wait-for-topic", help="wait for a topic the cluster does not have yet (default: refuse it)")]
 
 # consume
 From = Annotated[str, typer.Option("--from", help="kafka://host:port/topic[,topic] or file:///dir/topic")]

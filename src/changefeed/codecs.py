@@ -84,7 +84,15 @@ def _registry(cfg: CodecConfig) -> Any:
         raise ConfigError(f"protocol {cfg.protocol} needs a schema registry: --option schema-registry=http://host:port")
     from .avro import SchemaRegistry
 
-    return SchemaRegistry(cfg.schema_registry)
+    return SchemaRegistry(cfg.schema_registry, **registry_tls_args(cfg))
+
+
+def registry_tls_args(cfg: CodecConfig) -> dict[str, Any]:
+    """The SchemaRegistry keyword arguments of a config's registry TLS options (none for plain http)."""
+    if not (cfg.schema_registry_ca or cfg.schema_registry_cert or cfg.schema_registry_insecure_skip_verify):
+        return {}
+    return {"ca": cfg.schema_registry_ca, "cert": cfg.schema_registry_cert, "key": cfg.schema_registry_key,
+            "insecure": cfg.schema_registry_insecure_skip_verify}
 
 
 def make_encoder(cfg: CodecConfig, *, clock_ms: Callable[[], int] | None = None,

@@ -64,6 +64,12 @@ _OPTIONS: tuple[OptionSpec, ...] = (
                ("avro", "debezium-avro"), ("long", "string")),
     OptionSpec("avro-enable-watermark", "avro_enable_watermark", "bool", ("avro",)),
     OptionSpec("schema-registry", "schema_registry", "str", ("avro", "debezium-avro")),
+    # an https registry's TLS (security.py); by default the Kafka endpoint's ca / cert / key / insecure-skip-verify
+    OptionSpec("schema-registry-ca", "schema_registry_ca", "str", ("avro", "debezium-avro")),
+    OptionSpec("schema-registry-cert", "schema_registry_cert", "str", ("avro", "debezium-avro")),
+    OptionSpec("schema-registry-key", "schema_registry_key", "str", ("avro", "debezium-avro")),
+    OptionSpec("schema-registry-insecure-skip-verify", "schema_registry_insecure_skip_verify", "bool",
+               ("avro", "debezium-avro")),
     OptionSpec("debezium-disable-schema", "debezium_disable_schema", "bool", ("debezium",)),
     OptionSpec("debezium-output-old-value", "debezium_output_old_value", "bool", ("debezium", "debezium-avro")),
     OptionSpec("cluster-id", "cluster_id", "str", ("debezium", "debezium-avro")),
@@ -98,6 +104,10 @@ class CodecConfig:
     avro_bigint_unsigned_handling_mode: str = "long"
     avro_enable_watermark: bool = False
     schema_registry: str = ""
+    schema_registry_ca: str = ""
+    schema_registry_cert: str = ""
+    schema_registry_key: str = ""
+    schema_registry_insecure_skip_verify: bool = False
     debezium_disable_schema: bool = False
     debezium_output_old_value: bool = True
     cluster_id: str = "default"

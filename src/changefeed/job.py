@@ -249,8 +249,11 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
         hooks.batch(b, rep.changes, rep.samples[-1].lag)
 
+    from .sinkconfig import kafka_settings
+
     changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=schema_store(cp),
-                           max_records_per_trigger=opts.max_records_per_trigger)
+                           max_records_per_trigger=opts.max_records_per_trigger,
+                           kafka_settings=kafka_settings(sink_uri, opts.config))  # the sink's TLS/SASL
     worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
     consume_start = time.monotonic()
     query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,

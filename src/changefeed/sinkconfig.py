@@ -15,7 +15,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .config import OPTIONS, CodecConfig, ConfigError, build_config, warn_once
+from .redact import remember, remember_options
 from .routing import ColumnSelector, DispatchRule, Partitioner, Router, TopicExpression
+from .security import SECURITY_KEYS, registry_tls
 from .tablefilter import ColumnFilter, TableFilter
 
 # Kafka sink parameters TiCDC knows (pkg/config/sink.go, pkg/sink/kafka/options.go)
@@ -93,6 +95,11 @@ def parse_sink_uri(uri: str) -> SinkURI:
     kafka = {k: v for k, v in params.items() if k in KAFKA_PARAMS and k not in ("protocol", "partition-num",
                                                                                  "replication-factor",
                                                                                  "compression")}
+    if scheme == "kafka+ssl":
+        kafka.setdefault("enable-tls", "true")
+    if parts.password:
+        remember(unquote(parts.password))
+    remember_options(params)
     return SinkURI(scheme="file" if scheme == "file" else "kafka", brokers=brokers, folder=folder, topic=topic,
                    protocol=protocol, partition_num=positive("partition-num", 3),
                    replication_factor=positive("replication-factor", 1), compression=compression, kafka=kafka,
@@ -135,6 +142,7 @@ class ChangefeedConfig:
     rules: list[DispatchRule]
     column_selectors: list[tuple[TableFilter, list[str]]]
     force_replicate: bool = False
+    kafka: dict[str, str] = field(default_factory=dict)  # [sink.kafka-config]'s TLS and SASL settings
 
 
 def _rule(i: int, d: dict[str, Any]) -> DispatchRule:
@@ -188,6 +196,8 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
                 warn_once(f"{path}: [sink.kafka-config.{sect}] {k} ignored (TiCDC's open protocol and craft only)")
             elif k in sub:
                 opts[k] = str(sub[k]).lower() if isinstance(sub[k], bool) else str(sub[k])
+    kafka = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in kc.items() if k in SECURITY_KEYS}
+    remember_options(kafka)
     if "max-message-bytes" in kc:
         opts["max-message-bytes"] = str(kc["max-message-bytes"])
     dbz = sink.get("debezium", {})
@@ -200,7 +210,8 @@ def load_changefeed_toml(path: str | Path) -> ChangefeedConfig:
             raise ConfigError(f"{path}: [sink] column-selectors[{i}] needs matcher = [...] and columns = [...]")
         selectors.append((TableFilter(cs["matcher"]), list(cs["columns"])))
     return ChangefeedConfig(protocol=sink.get("protocol"), codec_options=opts, rules=rules,
-                            column_selectors=selectors, force_replicate=bool(doc.get("force-replicate", False)))
+                            column_selectors=selectors, force_replicate=bool(doc.get("force-replicate", False)),
+                            kafka=kafka)
 
 
 def _positive(path: str | Path, what: str, value: object) -> None:
@@ -247,8 +258,11 @@ def resolve(uri: str, toml_path: str | Path | None = None) -> tuple[SinkURI, Cod
     protocol = sink.protocol
     if cf and cf.protocol and cf.protocol != protocol:
         raise ConfigError(f"the sink URI says protocol={protocol} and the config file says {cf.protocol}")
+    if cf:  # the URI's settings win over the TOML's
+        sink.kafka = {**cf.kafka, **sink.kafka}
     opts = dict(cf.codec_options if cf else {})
     opts.update(sink.codec_options)
+    opts.update(_registry_tls(opts, sink.kafka))
     if opts.get("enable-row-checksum") == "true" and protocol not in OPTIONS["enable-row-checksum"].protocols:
         warn_once(f"[integrity] integrity-check-level = \"correctness\": protocol {protocol} carries no row "
                   "checksum (TiCDC writes them with the simple and avro protocols only)")
@@ -280,8 +294,29 @@ def codec_options(uri: str, protocol: str | None = None,
     if unknown:
         warn_once(f"URI {uri.split('?', 1)[0]}: parameter(s) {', '.join(unknown)} ignored (not TiCDC sink or codec "
                   "options)")
+    kafka = {k: v for k, v in params.items() if k in SECURITY_KEYS}
+    remember_options(kafka)
     params = {k: v for k, v in params.items() if k in OPTIONS}
+    params.update(_registry_tls({**params, **(extra or {})}, kafka))
     if not proto:
         raise ConfigError("no protocol: --protocol P or ?protocol=P in the URI")
     params.update(extra or {})
     return proto, params
+
+
+def _registry_tls(opts: dict[str, str], kafka: dict[str, str]) -> dict[str, str]:
+    """An https registry's TLS options, the Kafka endpoint's by default (TiCDC uses one credential for both)."""
+    if not opts.get("schema-registry", "").lower().startswith("https://"):
+        return {}
+    return {k: v for k, v in registry_tls({**kafka, **opts}).items() if k not in opts}
+
+
+def kafka_settings(uri: str, toml_path: str | Path | None = None) -> dict[str, str]:
+    """A Kafka URI's TLS/SASL settings, over those of a changefeed TOML's [sink.kafka-config]."""
+    params = dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True)) if "://" in uri else {}
+    out = dict(load_changefeed_toml(toml_path).kafka) if toml_path else {}
+    out.update({k: v for k, v in params.items() if k in SECURITY_KEYS})
+    if urlsplit(uri).scheme.lower() == "kafka+ssl":
+        out.setdefault("enable-tls", "true")
+    remember_options(out)
+    return out

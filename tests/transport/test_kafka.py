@@ -127,15 +127,18 @@ def test_a_topic_made_mid_stream_counts_all_its_partitions(kafka_broker):
     assert transport.delivered == 3 * len(topics)
 
 
-def test_tls_and_sasl_options_reach_the_kafka_client():
+def test_tls_and_sasl_options_reach_the_kafka_client(tmp_path):
     from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import client_config
 
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
     c = client_config(parse_sink_uri(
         "kafka://b1:9092,b2:9092/t?protocol=canal-json&enable-tls=true&sasl-user=u&sasl-password=p%40ss"
-        "&sasl-mechanism=scram-sha-512&ca=/etc/ca.pem&insecure-skip-verify=true&kafka-client-id=cf1"))
+        f"&sasl-mechanism=scram-sha-512&ca={ca}&insecure-skip-verify=true&kafka-client-id=cf1"))
     assert c == {"bootstrap.servers": "b1:9092,b2:9092", "client.id": "cf1", "security.protocol": "SASL_SSL",
                  "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p@ss",
-                 "ssl.ca.location": "/etc/ca.pem", "enable.ssl.certificate.verification": False}
+                 "ssl.ca.location": str(ca), "enable.ssl.certificate.verification": False,
+                 "ssl.endpoint.identification.algorithm": "none"}
     plain_tls = client_config(parse_sink_uri("kafka://b1:9092/t?protocol=canal-json&enable-tls=true"))
     assert plain_tls["security.protocol"] == "SSL"

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import SchemaRegistryError
+from ..redact import remember
+from ..security import registry_ssl_context
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -33,13 +35,16 @@ def redact(url: str) -> str:
 
 class SchemaRegistry:
     def __init__(self, url: str, *, timeout_s: float = 10.0, retries: int = 5, backoff_s: float = 0.2,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, ca: str = "", cert: str = "", key: str = "",
+                 insecure: bool = False) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SchemaRegistryError(f"schema-registry {redact(url)!r}: expected http(s)://[user:password@]host:port")
         self._auth = None
         if parts.username is not None:
             user, pw = unquote(parts.username), unquote(parts.password or "")
+            remember(pw)
+            remember(parts.password)
             self._auth = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode("ascii")
         host = parts.hostname + (f":{parts.port}" if parts.port else "")
         self.base = urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
@@ -47,6 +52,7 @@ class SchemaRegistry:
         self.retries = retries
         self.backoff_s = backoff_s
         self._sleep = sleep
+        self._ssl = registry_ssl_context(ca, cert, key, insecure) if parts.scheme == "https" else None
         self._ids: dict[tuple[str, str], int] = {}
         self._schemas: dict[int, str] = {}
 
@@ -65,7 +71,7 @@ class SchemaRegistry:
             if self._auth:
                 req.add_header("Authorization", self._auth)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                with urllib.request.urlopen(req, timeout=self.timeout_s, context=self._ssl) as resp:
                     return json.loads(resp.read() or b"{}")
             except urllib.error.HTTPError as e:
                 raw = e.read()
@@ -76,6 +82,10 @@ class SchemaRegistry:
                 if e.code >= 500 or e.code == 429:
                     last = SchemaRegistryError(f"{method} {path}: HTTP {e.code} {detail.get('message', '')}",
                                                e.code, detail.get("error_code"))
+                elif e.code in (401, 403):
+                    raise SchemaRegistryError(f"schema registry at {self.base}: HTTP {e.code}, credentials refused "
+                                              f"({detail.get('message', '')})", e.code,
+                                              detail.get("error_code")) from None
                 else:
                     raise SchemaRegistryError(str(detail.get("message") or detail), e.code,
                                               detail.get("error_code")) from None

@@ -30,6 +30,7 @@ import orjson
 
 from ..avro.decoder import _EXT, AvroDecoder
 from ..avro.registry import SchemaRegistry
+from ..codecs import registry_tls_args
 from ..config import ConfigError, build_config
 from ..errors import DecodeError
 from ..eventline import table_to_json
@@ -54,7 +55,8 @@ def _decoder(options: dict[str, str] | None) -> AvroDecoder:
         raise ConfigError("protocol avro needs a schema registry: schema-registry=http://host:port")
     d = _DECODERS.get(cfg.schema_registry)
     if d is None:
-        d = _DECODERS[cfg.schema_registry] = AvroDecoder(cfg, SchemaRegistry(cfg.schema_registry))
+        registry = SchemaRegistry(cfg.schema_registry, **registry_tls_args(cfg))
+        d = _DECODERS[cfg.schema_registry] = AvroDecoder(cfg, registry)
     return d
 
 

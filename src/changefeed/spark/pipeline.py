@@ -68,7 +68,8 @@ def default_store(source: Source) -> str:
 def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[str, str] | None = None, *,
                  streaming: bool = True, schema_store: str | None = None,
                  max_records_per_trigger: int | None = None,
-                 kafka_options: dict[str, str] | None = None, jvm_decode: bool = False) -> DataFrame:
+                 kafka_options: dict[str, str] | None = None, jvm_decode: bool = False,
+                 kafka_settings: dict[str, str] | None = None) -> DataFrame:
     """Decoded changes of a stream (`kafka://host:port/topic` or `file:///folder/topic`), one row per change:
     source position, database, table, kind, commit_ts, schema version, before/after images (text maps),
     DDL, watermark; undecodable messages as kind='error' rows with their bytes and the reason.
@@ -84,8 +85,11 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     writer schemas (avro_jvm.py), same text as the Python decoder; also measured slower than the Python
     decoder here (see bench/RESULTS.md), so not the default. It collects each micro-batch's schema ids first,
     so a streaming DataFrame is still the Python decoder's: `apply_changes` runs the JVM decoder on each
-    micro-batch from the raw records."""
-    src = parse_source(source)
+    micro-batch from the raw records.
+
+    `kafka_settings`: TiCDC's TLS/SASL options (`enable-tls`, `ca`, `sasl-user`, ...; sinkconfig.kafka_settings
+    reads them from a URI and a changefeed TOML), mapped to Spark's Kafka source and the admin client."""
+    src = parse_source(source, kafka_settings)  # TLS/SASL (security.py): the URI's, over kafka_settings
     traits = stream_traits(protocol, options)  # bad options fail here, not in a task
     raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
                    kafka_options=kafka_options)

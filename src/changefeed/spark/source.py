@@ -8,7 +8,6 @@ decoder that runs per Spark partition sees each Kafka partition's messages in th
 from __future__ import annotations
 
 import fnmatch
-import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import orjson
 
 from ..config import ConfigError
+from ..security import KafkaSecurity, jvm_properties, kafka_security, librdkafka_config, spark_kafka_options
+from ..transport.reach import BrokerWatch, ErrorTrap, check_topics, probe, quiet_config, wait_for_brokers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,6 +67,36 @@ class Source:
             return f"file://{self.folder}/{','.join(self.topics)}"
         return f"kafka://{','.join(self.brokers)}/{','.join(self.topics)}"
 
+    def security(self) -> KafkaSecurity:
+        """The TLS/SASL settings of a Kafka source (its URI's parameters and those given with it)."""
+        return kafka_security(self.params)
+
+    def client_config(self) -> dict[str, Any]:
+        """librdkafka's settings for this source's brokers (the admin client counting partitions)."""
+        return {"bootstrap.servers": ",".join(self.brokers), **librdkafka_config(self.security())}
+
+    def metadata(self) -> Any:
+        """The cluster's metadata; a broker that has gone away is waited for, said once (reach.py)."""
+        admin, trap = _admin(self.client_config())
+        return wait_for_brokers(lambda: admin.list_topics(timeout=10), ",".join(self.brokers), trap)
+
+    def watch(self) -> Any:
+        """A context that says so, once, while the brokers do not answer (reach.BrokerWatch); none for files."""
+        import contextlib
+
+        if self.scheme != "kafka":
+            return contextlib.nullcontext()
+        admin, trap = _admin(self.client_config())
+        return BrokerWatch(admin, ",".join(self.brokers), trap)
+
+    def probe(self, wait_for_topic: bool = False) -> None:
+        """Refuse, in one line and within the connect timeout, brokers that cannot be used and a topic they do
+        not have (or wait for it, said once)."""
+        admin, trap = _admin(self.client_config())
+        where = ",".join(self.brokers)
+        md = probe(admin, where, trap)
+        check_topics(md, where, self.topics, wait_for_topic, lambda: probe(admin, where, trap))
+
     @property
     def patterned(self) -> bool:
         return any(is_pattern(t) for t in self.topics)
@@ -80,34 +111,37 @@ class Source:
                 meta = self.folder / t / "meta.json"
                 out[t] = int(orjson.loads(meta.read_bytes())["partitions"]) if meta.exists() else 0
             return out
-        md = _admin(",".join(self.brokers)).list_topics(timeout=10)
+        md = self.metadata()
         names = expand_topics(self.topics, [t for t in md.topics if not t.startswith("_")])
         return {t: len(md.topics[t].partitions) if t in md.topics and md.topics[t].error is None else 0
                 for t in names}
 
 
-_ADMINS: dict[str, Any] = {}  # one admin client per broker list, kept: a new one costs a connection (~57 ms)
-# the kept clients' librdkafka log: their connections live on, and once a broker has gone (a test's, a run's end)
+_ADMINS: dict[str, tuple[Any, ErrorTrap]] = {}  # one admin client per cluster and settings, kept: a new one
+# costs a connection (~57 ms); its log is silent (reach.py): once a broker has gone (a test's, a run's end)
 # librdkafka would print every reconnect attempt; a failing `list_topics` still raises
-_QUIET = logging.getLogger("changefeed.kafka.admin")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
-def _admin(brokers: str) -> Any:
-    """The admin client of a broker list, made once per process (`Source.partitions` runs every micro-batch)."""
+def _admin(conf: dict[str, Any]) -> tuple[Any, ErrorTrap]:
+    """The admin client of a cluster's settings, made once per process (`Source.partitions` runs every
+    micro-batch), with the trap of its errors."""
     from confluent_kafka.admin import AdminClient
 
-    admin = _ADMINS.get(brokers)
-    if admin is None:
-        admin = _ADMINS[brokers] = AdminClient({"bootstrap.servers": brokers, "logger": _QUIET})
-    return admin
+    key = repr(sorted(conf.items()))
+    made = _ADMINS.get(key)
+    if made is None:
+        trap = ErrorTrap()
+        made = _ADMINS[key] = (AdminClient(quiet_config(conf, trap)), trap)
+    return made
 
 
-def parse_source(uri: str) -> Source:
+def parse_source(uri: str, settings: dict[str, str] | None = None) -> Source:
+    """A source URI; `settings` (TLS/SASL, e.g. a changefeed TOML's) under the URI's own parameters."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
-    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    params = {**(settings or {}), **dict(parse_qsl(parts.query, keep_blank_values=True))}
+    if scheme == "kafka+ssl":
+        params.setdefault("enable-tls", "true")
     path = unquote(parts.path)
     if scheme == "file":
         p = Path(path)
@@ -129,7 +163,13 @@ def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = Tru
     src = parse_source(source) if isinstance(source, str) else source
     if src.scheme == "kafka":
         r = spark.readStream if streaming else spark.read
+        sec = src.security()
+        for k, v in jvm_properties(sec).items():
+            spark._jvm.java.lang.System.setProperty(k, v)  # type: ignore[union-attr]
+        if sec.protocol != "PLAINTEXT":  # a plan Spark prints shows source options: not the JAAS line or key
+            spark.conf.set("spark.sql.redaction.options.regex", "(?i)url|jaas|keystore|password|secret|token")
         r = r.format("kafka").option("kafka.bootstrap.servers", ",".join(src.brokers))
+        r = r.options(**spark_kafka_options(sec))
         if src.patterned:  # new topics found within a second (Kafka's default metadata age is 5 minutes)
             r = r.option("subscribePattern", pattern_regex(src.topics)).option("kafka.metadata.max.age.ms", "1000")
         else:

@@ -13,39 +13,25 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..errors import TransportError
 from ..largemsg import MAX_RECORD_OVERHEAD
+from ..security import kafka_security, librdkafka_config
 from ..sinkconfig import SinkURI
 from .files import Record
+from .reach import ErrorTrap, check_topics, probe, quiet_config
 
 
 def client_config(sink: SinkURI) -> dict[str, Any]:
-    """The sink URI's TLS/SASL/client settings as librdkafka properties."""
-    k = sink.kafka
-    conf: dict[str, Any] = {"bootstrap.servers": ",".join(sink.brokers)}
-    if "kafka-client-id" in k:
-        conf["client.id"] = k["kafka-client-id"]
-    tls = k.get("enable-tls", "false").lower() == "true"
-    sasl = "sasl-user" in k or "sasl-mechanism" in k
-    if sasl:
-        conf["security.protocol"] = "SASL_SSL" if tls else "SASL_PLAINTEXT"
-        conf["sasl.mechanism"] = k.get("sasl-mechanism", "PLAIN").upper()
-        conf["sasl.username"] = k.get("sasl-user", "")
-        conf["sasl.password"] = k.get("sasl-password", "")
-    elif tls:
-        conf["security.protocol"] = "SSL"
-    for ours, theirs in (("ca", "ssl.ca.location"), ("cert", "ssl.certificate.location"),
-                         ("key", "ssl.key.location")):
-        if ours in k:
-            conf[theirs] = k[ours]
-    if k.get("insecure-skip-verify", "false").lower() == "true":
-        conf["enable.ssl.certificate.verification"] = False
-    return conf
+    """The sink URI's TLS/SASL/client settings as librdkafka properties (security.py), with a silent log."""
+    return {"bootstrap.servers": ",".join(sink.brokers), **librdkafka_config(kafka_security(sink.kafka))}
 
 
 class KafkaTransport:
     def __init__(self, sink: SinkURI, max_message_bytes: int) -> None:
         self.sink = sink
-        base = client_config(sink)
+        self._trap = ErrorTrap()
+        base = quiet_config(client_config(sink), self._trap)
         self.admin = AdminClient(base)
+        self._where = ",".join(sink.brokers)
+        probe(self.admin, self._where, self._trap)  # one line, within the connect timeout, when it cannot be used
         self.producer = Producer({
             **base, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
             # a report per failed message only: a Python callback per delivered message would halve throughput
@@ -67,10 +53,15 @@ class KafkaTransport:
         n = self._partitions.get(topic)
         if n is not None:
             return n
-        md = self.admin.list_topics(timeout=10)
+        try:
+            md = self.admin.list_topics(timeout=10)
+        except KafkaException:
+            md = probe(self.admin, self._where, self._trap)
         t = md.topics.get(topic)
         want = 1
         if t is None or t.error is not None or not t.partitions:
+            if self.sink.kafka.get("auto-create-topic", "true").lower() == "false":  # TiCDC's switch
+                raise TransportError(f"kafka {self._where}: no topic {topic!r} (auto-create-topic=false)")
             fs = self.admin.create_topics([NewTopic(topic, num_partitions=self.sink.partition_num,
                                                     replication_factor=self.sink.replication_factor)])
             try:
@@ -119,7 +110,8 @@ class KafkaTransport:
     def flush(self, timeout_s: float = 120) -> None:
         left = self.producer.flush(timeout_s)
         if left:
-            raise TransportError(f"{left} messages were not delivered within {timeout_s:.0f} s")
+            why = f" (kafka {self._where}: {self._trap.cause()})" if self._trap.last is not None else ""
+            raise TransportError(f"{left} messages were not delivered within {timeout_s:.0f} s{why}")
         if self._errors:
             first = self._errors[0]
             raise TransportError(f"{len(self._errors)} messages could not be delivered (first: {first})")
@@ -132,13 +124,13 @@ def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Rec
     """Every record of every partition of a topic, from the beginning to the end it had when called.
 
     Records come in offset order within a partition, partitions interleaved as the broker serves them."""
-    conf = {**client_config(sink), "group.id": f"changefeed-tail-{uuid.uuid4().hex[:8]}",
+    trap = ErrorTrap()
+    conf = {**quiet_config(client_config(sink), trap), "group.id": f"changefeed-tail-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "enable.partition.eof": True}
     consumer = Consumer(conf)
+    where = ",".join(sink.brokers)
     try:
-        md = consumer.list_topics(topic, timeout=10)
-        if topic not in md.topics or md.topics[topic].error is not None:
-            raise TransportError(f"no topic {topic!r} at {','.join(sink.brokers)}")
+        md = check_topics(probe(consumer, where, trap), where, [topic], wait=False, refresh=lambda: None)
         end: dict[int, int] = {}
         for p in sorted(md.topics[topic].partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
