@@ -2,7 +2,7 @@
 
 What a fenced block's info string means:
 - ```sh: each command (backslash continuations joined, `#` comments dropped) runs for real with bash, in
-  order, in a scratch folder where the project's `.venv`, `src`, `bench` and `scripts` are linked in (so a
+  order, in a scratch folder where the project's `.venv`, `src`, `bench`, `scripts` and `tests` are linked in (so a
   command written for the project's root works, and what it writes lands in the scratch folder); it must
   exit 0. Except commands whose running costs a JVM, a service or the whole suite, and is covered elsewhere;
   those are parsed only (see below):
@@ -140,7 +140,7 @@ def runs_for_real(cmd: str) -> bool:
 
 def scratch(tmp: Path) -> dict[str, str]:
     """A folder that looks like the project's root to a command, and the environment to run it in."""
-    for name in (".venv", "src", "bench", "scripts"):
+    for name in (".venv", "src", "bench", "scripts", "tests"):
         (tmp / name).symlink_to(ROOT / name)
     env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}", PWD=str(tmp))
     return env

@@ -147,3 +147,17 @@ def test_no_import_cycles() -> None:
     found = cycles(graph)
     assert not found, "import cycles in src/changefeed (a -> b: a imports b):\n" + "\n".join(
         f"{' -> '.join(cycle_path(graph, c))}  (modules in the cycle: {', '.join(c)})" for c in found)
+
+
+def print_layers(package: str) -> None:
+    """Each module of `package` and the modules of `package` it imports: the layers as this test sees them."""
+    graph = import_graph(module_files())
+    for m in sorted(x for x in graph if x == package or x.startswith(package + ".")):
+        below = sorted(y.removeprefix(package + ".") for y in graph[m] if y.startswith(package + "."))
+        print(m.removeprefix(package + ".") if m != package else "(__init__)", "->", below)
+
+
+if __name__ == "__main__":  # python tests/test_import_graph.py changefeed.spark.apply
+    import sys
+
+    print_layers(sys.argv[1] if len(sys.argv) > 1 else PACKAGE)
