@@ -86,7 +86,7 @@ class RustLog:
         self._interval[path] = int(m.configuration.get("delta.checkpointInterval") or CHECKPOINT_INTERVAL)
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
         return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
-                          refusal(protocol, meta, []))
+                          refusal(protocol, meta, []), dict(m.configuration))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""
@@ -117,30 +117,30 @@ class RustLog:
         return True
 
     def append(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int:
+               app_id: str, stats: dict[str, str] | None = None) -> int:
         """Files added (none: a commit of the txn alone) to the table `before` was read of, with this app's txn
         `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
         if self._direct(before, added):
-            committed = self._put(path, before, {}, added, version, app_id, "Append")
+            committed = self._put(path, before, {}, added, version, app_id, "Append", stats)
             if committed is not None:
                 return committed
             # another writer's commit came first (or no links here): delta-rs appends on top of what is there
         dt = self._table(path)
-        dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
+        dt.create_write_transaction(_adds_of(added, stats), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, int(time.time() * 1000))]))
         dt.update_incremental()
         return dt.version()
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int:
+               app_id: str, stats: dict[str, str] | None = None) -> int:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
         if self._direct(before, added):
-            committed = self._put(path, before, before.files, added, version, app_id, "Overwrite")
+            committed = self._put(path, before, before.files, added, version, app_id, "Overwrite", stats)
             if committed is not None:
                 return committed
             if self.direct:  # (else no links here: delta-rs commits it, below)
@@ -153,7 +153,7 @@ class RustLog:
                              "consumer rewrote it (another writer?)")
         now = int(time.time() * 1000)
         # an overwrite: delta-rs removes every file of the version it read (those of `before`)
-        dt.create_write_transaction(_adds_of(added), mode="overwrite", schema=dt.schema(),
+        dt.create_write_transaction(_adds_of(added, stats), mode="overwrite", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, now)]))
         committed = before.version + 1
@@ -171,12 +171,12 @@ class RustLog:
             and logfile.plain(n for n, _, _ in added)
 
     def _put(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
-             version: int, app_id: str, mode: str) -> int | None:
+             version: int, app_id: str, mode: str, stats: dict[str, str] | None = None) -> int | None:
         """The commit on top of `before`, as the log's next file: the version committed (None: a commit of that
         version is there already, or the file system makes no hard links: `direct` is then off). A checkpoint
         follows at the table's interval, as delta-rs makes one."""
         committed = before.version + 1
-        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode)
+        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode, stats)
         try:
             if not logfile.put_if_absent(_log_file(path, committed), data):
                 return None
@@ -201,11 +201,11 @@ def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
     return False
 
 
-def _adds_of(added: list[tuple[str, int, int]]) -> list[Any]:
-    """Add actions of new data files (name in the table's folder, size, modification time in ms)."""
+def _adds_of(added: list[tuple[str, int, int]], stats: dict[str, str] | None = None) -> list[Any]:
+    """Add actions of new data files (name in the table's folder, size, modification time in ms, stats JSON)."""
     from deltalake.transaction import AddAction
 
-    return [AddAction(name, size, {}, mtime, True, None) for name, size, mtime in added]
+    return [AddAction(name, size, {}, mtime, True, (stats or {}).get(name)) for name, size, mtime in added]
 
 
 def _adds(dt: Any) -> list[dict[str, Any]]:
