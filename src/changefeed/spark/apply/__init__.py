@@ -31,6 +31,7 @@ from . import schedule
 from .catalog import SHAPE_HASH, TableCatalog, control_rows
 from .ddl import Ddl, DdlApplier
 from .lake import Lake
+from .maintenance import Maintenance
 from .multiwrite import MultiWriter, Planned
 from .options import (
     CHANGELOG_STATS,
@@ -86,6 +87,7 @@ class ChangeApplier:
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
         self.multi = MultiWriter(self.store, self.proj, self.o)
+        self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables, self._apply_ddls)
         # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
         self.pending_rows: dict[int, int] = {}
@@ -190,6 +192,8 @@ class ChangeApplier:
                 changes.unpersist()
             if log is not None and log.kept is not None and (held is None or held[0] is not log.kept):
                 log.kept.unpersist()
+        self.upkeep.after_batch(self.bronze, self.store.known_tables())
+        lap("maintenance")
         rep.applied_ts = st.applied_ts
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)

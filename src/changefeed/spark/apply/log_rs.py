@@ -26,7 +26,8 @@ from . import logfile
 from .deltalog import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
-CHECKPOINT_INTERVAL = 100  # delta-rs's default for `delta.checkpointInterval`
+EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs's own is 100)
 
 
 def _log_file(path: str, version: int) -> str:
@@ -46,6 +47,8 @@ class RustLog:
         self._following: dict[str, Future[None]] = {}
         self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
         self._interval: dict[str, int] = {}  # a table's checkpoint interval, as last read
+        self._cleanup: dict[str, bool] = {}  # whether its expired log files are removed after a checkpoint
+        self._checkpoint: dict[str, int] = {}  # a table's last checkpoint version, as last seen
         self.direct = os.environ.get(DIRECT, "1") != "0"
 
     def _table(self, path: str) -> Any:
@@ -70,6 +73,7 @@ class RustLog:
         if pending is not None:
             pending.exception()  # done with it either way: the table is read anew
         self._open.pop(path, None)
+        self._checkpoint.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
@@ -84,6 +88,7 @@ class RustLog:
         meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
                 "schemaString": schema}
         self._interval[path] = int(m.configuration.get("delta.checkpointInterval") or CHECKPOINT_INTERVAL)
+        self._cleanup[path] = str(m.configuration.get(EXPIRED_LOG_CLEANUP, "true")).lower() != "false"
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
         return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
                           refusal(protocol, meta, []), dict(m.configuration))
@@ -165,6 +170,12 @@ class RustLog:
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
 
+    def _last_checkpoint(self, path: str) -> int:
+        v = self._checkpoint.get(path)
+        if v is None:
+            v = self._checkpoint[path] = _read_last_checkpoint(path)
+        return v
+
     def _direct(self, before: TableFiles, added: list[tuple[str, int, int]]) -> bool:
         """Whether this commit is written as a file here (`logfile`): a plain table, plain file names."""
         return self.direct and before.refused is None and logfile.plain(before.files) \
@@ -174,7 +185,9 @@ class RustLog:
              version: int, app_id: str, mode: str, stats: dict[str, str] | None = None) -> int | None:
         """The commit on top of `before`, as the log's next file: the version committed (None: a commit of that
         version is there already, or the file system makes no hard links: `direct` is then off). A checkpoint
-        follows at the table's interval, as delta-rs makes one."""
+        follows at the table's interval, then the log files older than `delta.logRetentionDuration` (30 days by
+        default) that the checkpoint made needless are removed (unless `delta.enableExpiredLogCleanup` is false),
+        as Delta does after its checkpoints: a table committed every micro-batch keeps a bounded log."""
         committed = before.version + 1
         data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode, stats)
         try:
@@ -183,9 +196,24 @@ class RustLog:
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
-        if committed % self._interval.get(path, CHECKPOINT_INTERVAL) == 0:
-            self._table(path).create_checkpoint()
+        # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
+        # at which Delta would have made one)
+        if committed - self._last_checkpoint(path) >= self._interval.get(path, CHECKPOINT_INTERVAL):
+            dt = self._table(path)
+            dt.create_checkpoint()
+            self._checkpoint[path] = committed
+            if self._cleanup.get(path, True):
+                dt.cleanup_metadata()
         return committed
+
+
+def _read_last_checkpoint(path: str) -> int:
+    """The version of the table's last checkpoint (`_last_checkpoint`), 0 for none."""
+    try:
+        with open(os.path.join(path, "_delta_log", "_last_checkpoint"), "rb") as f:
+            return int(orjson.loads(f.read())["version"])
+    except (FileNotFoundError, KeyError, ValueError, orjson.JSONDecodeError):
+        return 0
 
 
 def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
