@@ -126,3 +126,34 @@ def test_a_file_system_without_hard_links_is_committed_to_by_delta_rs(tmp_path: 
     assert dt.transaction_version("app") == 2
     assert all(h.get("engineInfo") != logfile.ENGINE for h in dt.history())
     assert not [n for n in os.listdir(path / "_delta_log") if n.endswith(".tmp")]
+
+
+def test_a_files_path_is_kept_as_the_log_holds_it(tmp_path: Path) -> None:
+    from urllib.parse import quote
+
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    odd = _file(path, "x%41 y.parquet", [(1, "a")])  # written by delta-rs (not a plain name)
+    log.append(str(path), log.read(str(path), None), [odd], 1, "app")
+    before = log.read(str(path), None)
+    assert set(before.files) == {quote(odd[0])}  # encoded once, as in the log: not x%252541%2520y.parquet
+    new = _file(path, "part-00000-n-c000.snappy.parquet", [(2, "b")])
+    assert log.commit(str(path), before, [new], 2, "app") == 2
+    assert _rows(path) == [(2, "b")]
+
+
+def test_a_commit_file_another_writer_replaced_is_noticed(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    mine = _file(path, "part-00000-m-c000.snappy.parquet", [(1, "mine")])
+    before = log.read(str(path), None)
+    assert log.commit(str(path), before, [mine], 1, "app") == 1
+    kept = log.read(str(path), before)  # (a newer read: kept is what DeltaLogs holds)
+    log.read(str(path), kept)  # unchanged: nothing to say
+    # what Hadoop's local rename does to an existing file: replaced by another writer's version 1
+    theirs = path / "_delta_log" / ".theirs.json"
+    theirs.write_bytes((path / "_delta_log" / f"{1:020d}.json").read_bytes().replace(b'"app"', b'"other-app"'))
+    os.replace(theirs, path / "_delta_log" / f"{1:020d}.json")
+    with pytest.raises(ApplyError, match="commit 1 was replaced by another writer"):
+        log.read(str(path), kept)
+    assert log.read(str(path), None).version == 1  # then read anew

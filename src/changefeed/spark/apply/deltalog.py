@@ -20,6 +20,8 @@ from urllib.parse import quote, unquote, urlparse
 
 import orjson
 
+from ...errors import ApplyError
+
 if TYPE_CHECKING:
     from .lake import Lake
     from .log_rs import RustLog
@@ -137,6 +139,8 @@ class DeltaLogs:
         w, where = self._writer(path)
         try:
             return ask(w, where)
+        except ApplyError:
+            raise  # (a commit of ours replaced: `RustLog.read` says so)
         except Exception:  # noqa: BLE001 - Delta reads every table it wrote
             if w is self._jvm:
                 raise

@@ -94,6 +94,10 @@ class JvmLog:
         if int(txn.readVersion()) != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {txn.readVersion()} while "
                              "this consumer rewrote it (another writer?)")
+        # what the rewrite read, declared to Delta's conflict checker: every file of the table (a concurrent
+        # change to any of them conflicts), and this app's txn version (a concurrent commit of it conflicts)
+        txn.readWholeTable()
+        txn.txnVersion(app_id)
         # the operation is what Delta's own overwrite records (every file replaced): not ManualUpdate, for which
         # Delta derives no checksum and rebuilds the table's state in several Spark jobs after each commit
         none = jvm.scala.Option.empty()

@@ -17,7 +17,6 @@ import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
@@ -49,6 +48,8 @@ class RustLog:
         self._interval: dict[str, int] = {}  # a table's checkpoint interval, as last read
         self._cleanup: dict[str, bool] = {}  # whether its expired log files are removed after a checkpoint
         self._checkpoint: dict[str, int] = {}  # a table's last checkpoint version, as last seen
+        # the last commit file linked here per table: (version, inode, size), to notice it replaced
+        self._own: dict[str, tuple[int, int, int]] = {}
         self.direct = os.environ.get(DIRECT, "1") != "0"
 
     def _table(self, path: str) -> Any:
@@ -74,9 +75,11 @@ class RustLog:
             pending.exception()  # done with it either way: the table is read anew
         self._open.pop(path, None)
         self._checkpoint.pop(path, None)
+        self._own.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
+        self._check_own(path)
         if kept is not None and not os.path.exists(_log_file(path, kept.version + 1)):
             return kept
         dt = self._table(path)
@@ -90,7 +93,8 @@ class RustLog:
         self._interval[path] = int(m.configuration.get("delta.checkpointInterval") or CHECKPOINT_INTERVAL)
         self._cleanup[path] = str(m.configuration.get(EXPIRED_LOG_CLEANUP, "true")).lower() != "false"
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
-        return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
+        # delta-rs gives each path as the log holds it (URI-encoded already): kept as is
+        return TableFiles(dt.version(), schema, {a["path"]: int(a["size_bytes"]) for a in adds},
                           refusal(protocol, meta, []), dict(m.configuration))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
@@ -170,6 +174,23 @@ class RustLog:
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
 
+    def _check_own(self, path: str) -> None:
+        """Refuse to go on when the last commit file linked here is no longer ours: on a local file system a
+        Delta writer in another JVM commits by rename, which replaces a file (Delta's HDFSLogStore says so), and
+        this consumer's commit would be lost unseen. The restart re-applies it from the versions in the log."""
+        own = self._own.get(path)
+        if own is None:
+            return
+        version, ino, size = own
+        try:
+            st = os.stat(_log_file(path, version))
+        except FileNotFoundError:
+            return  # removed by the log's cleanup after a checkpoint
+        if (st.st_ino, st.st_size) != (ino, size):
+            self.forget(path)
+            raise ApplyError(f"{path}: this consumer's commit {version} was replaced by another writer's (a Delta "
+                             "writer in another JVM on a local lake); restart the consumer to apply it again")
+
     def _last_checkpoint(self, path: str) -> int:
         v = self._checkpoint.get(path)
         if v is None:
@@ -196,6 +217,8 @@ class RustLog:
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
+        st = os.stat(_log_file(path, committed))
+        self._own[path] = (committed, st.st_ino, st.st_size)
         # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
         # at which Delta would have made one)
         if committed - self._last_checkpoint(path) >= self._interval.get(path, CHECKPOINT_INTERVAL):

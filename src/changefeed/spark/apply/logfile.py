@@ -107,6 +107,8 @@ def put_if_absent(target: str, data: bytes) -> bool:
     tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "xb") as f:
         f.write(data)
+        f.flush()
+        os.fsync(f.fileno())  # on disk before it is the commit: a crash never leaves a linked, empty version
     try:
         os.link(tmp, target)
     except FileExistsError:
