@@ -26,6 +26,7 @@ from .deltalog import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
 EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+REBASES = 5  # a rewrite re-planned on a newer version at most this often (other writers committing meanwhile)
 CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs's own is 100)
 
 
@@ -148,18 +149,19 @@ class RustLog:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
-        if self._direct(before, added):
+        for _ in range(REBASES):
+            if not self._direct(before, added):
+                break
             committed = self._put(path, before, before.files, added, version, app_id, "Overwrite", stats)
             if committed is not None:
                 return committed
-            if self.direct:  # (else no links here: delta-rs commits it, below)
-                self.forget(path)
-                raise ApplyError(f"{path}: the table moved on from version {before.version} while this consumer "
-                                 "rewrote it (another writer?)")
+            if not self.direct:  # no links here: delta-rs commits it, below
+                break
+            before = self._rebased(path, before)
         dt = self._table(path)
         if dt.version() != before.version:
-            raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
-                             "consumer rewrote it (another writer?)")
+            before = self._rebased(path, before)
+            dt = self._table(path)
         now = int(time.time() * 1000)
         # an overwrite: delta-rs removes every file of the version it read (those of `before`)
         dt.create_write_transaction(_adds_of(added, stats), mode="overwrite", schema=dt.schema(),
@@ -173,6 +175,34 @@ class RustLog:
             return committed
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
+
+    def _rebased(self, path: str, before: TableFiles) -> TableFiles:
+        """The table at its latest version, for a rewrite read at `before` that found the log moved on, when no
+        commit since changed a row (Delta's rule: a compaction, a VACUUM, changes nothing a rewrite read): the
+        rewrite then replaces the files there are now. Any other commit since (a DELETE, an UPDATE, an append, a
+        schema or protocol change) conflicts with what the rewrite read: an error, and the restart applies the
+        window again on top of it."""
+        v = before.version + 1
+        while True:
+            try:
+                with open(_log_file(path, v), "rb") as f:
+                    actions = [orjson.loads(line) for line in f if line.strip()]
+            except FileNotFoundError:
+                break
+            for a in actions:
+                kind = next(iter(a))
+                if kind == "commitInfo" or (kind in ("add", "remove") and a[kind].get("dataChange") is False):
+                    continue
+                self.forget(path)
+                raise ApplyError(f"{path}: another writer's commit {v} changed the table ({kind}) while this "
+                                 f"consumer rewrote it from version {before.version}")
+            v += 1
+        self.forget(path)
+        now = self.read(path, None)
+        if now.schema_json != before.schema_json or now.refused is not None:
+            raise ApplyError(f"{path}: the table changed (schema or features) at version {now.version} while this "
+                             "consumer rewrote it")
+        return now
 
     def _check_own(self, path: str) -> None:
         """Refuse to go on when the last commit file linked here is no longer ours: on a local file system a
