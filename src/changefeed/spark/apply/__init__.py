@@ -53,6 +53,11 @@ from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress,
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+MERGE_ATTEMPTS = 5
+# Delta's conflicts with another writer's commit, after which the MERGE, planned again, may commit
+_CONCURRENT = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+               "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE")
+
 __all__ = ["DEAD_LETTER_SCHEMA", "END_AT", "ROW_KINDS_SQL", "START_AT", "ApplyOptions", "BatchReport",
            "ChangeApplier", "ConsumerState", "Ddl", "q", "read_progress"]
 
@@ -398,8 +403,17 @@ class ChangeApplier:
         return Planned(w, t, path, cols)
 
     def _merge(self, p: Planned) -> None:
+        """The table's MERGE; again on the table's new version when another writer's commit (a user's OPTIMIZE,
+        DELETE or UPDATE) came between its read and its commit (Delta's conflict checker says so, and nothing of
+        it was committed): the stream does not stop for another writer."""
         merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
-        merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
+        for attempt in range(MERGE_ATTEMPTS):
+            try:
+                merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
+                return
+            except Exception as e:
+                if attempt + 1 == MERGE_ATTEMPTS or not any(c in str(e) for c in _CONCURRENT):
+                    raise
 
 
 class _Appending:
