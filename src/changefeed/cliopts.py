@@ -37,7 +37,7 @@ OnDdlError = Annotated[str, typer.Option(help="stop, or skip (record the DDL as 
 Changelog = Annotated[str, typer.Option(
     help="minimal: the bronze changelog keeps what a restart reads; full: every change, as it came")]
 VacuumRetention = Annotated[float | None, typer.Option(
-    "--vacuum-retention", metavar="HOURS",
+    "--vacuum-retention", metavar="HOURS", min=0.0,
     help="VACUUM the consumer's tables as it runs: files its commits removed, once older than HOURS (default: never)")]
 Watermarks = Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]

@@ -121,42 +121,55 @@ def test_no_vacuum_unless_asked(spark, tmp_path: Path) -> None:
     assert len(_data_files(table)) == 3  # the replaced files stay until the user (or --vacuum-retention) vacuums
 
 
-def test_a_users_compaction_loop_beside_a_streaming_consume_loses_and_doubles_nothing(spark, tmp_path: Path) -> None:
-    """Another writer (delta-rs, as a user's OPTIMIZE would) compacts every table over and over while the
-    consumer applies a stream in many micro-batches: its commits come between the consumer's reads and commits,
-    which re-plan on the new version (rewrites) or run again (MERGEs); the stream never stops, and the lake ends
-    equal to upstream."""
+def test_a_users_compaction_loop_beside_a_streaming_consume_loses_and_doubles_nothing(spark, kafka_broker: str,
+                                                                                      tmp_path: Path) -> None:
+    """Another writer (delta-rs, as a user's OPTIMIZE would) compacts the tables and the changelog over and over
+    while the consumer applies a Kafka stream in many micro-batches: its commits come between the consumer's
+    reads and commits, which re-plan on the new version (rewrites), go on top (appends) or run again (MERGEs);
+    the stream never stops, and the lake ends equal to upstream."""
+    import subprocess
+    import sys
     import threading
+    import time
 
+    from changefeed.eventline import EventWriter
     from changefeed.spark.pipeline import apply_changes, read_changes
     from changefeed.upstream import final_state
     from changefeed.workload import generate
 
-    from ..test_pipeline import copy_records, lake_equals, produce
+    from ...conftest import ROOT
+    from ..test_pipeline import lake_equals
 
-    events = list(generate(seed=5, transactions=150))
-    staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
-    produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
-    copy_records(staged, live, "t", {0: 1.0, 1: 1.0, 2: 1.0})
+    events = list(generate(seed=5, transactions=100))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"upkeep-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", uri, "--input", str(lines),
+                    "--ddl-to-all-partitions"], check=True, cwd=ROOT, capture_output=True)
+    lake = tmp_path / "lake"
     stop = threading.Event()
     compactions = [0]
 
     def compact_loop() -> None:
         while not stop.is_set():
-            for db in [d for d in lake.glob("*") if d.is_dir() and not d.name.startswith("_")]:
-                for table in [t for t in db.iterdir() if (t / "_delta_log").is_dir()]:
-                    try:
-                        if DeltaTable(str(table)).optimize.compact()["numFilesRemoved"]:
-                            compactions[0] += 1
-                    except Exception:  # noqa: BLE001 - lost a race with the consumer's commit: try again later
-                        pass
+            tables = [lake / "_changefeed" / "changelog", *[t for d in lake.glob("*") if not d.name.startswith("_")
+                                                            for t in d.glob("*")]]
+            for table in [t for t in tables if (t / "_delta_log").is_dir()]:
+                try:
+                    if DeltaTable(str(table)).optimize.compact()["numFilesRemoved"]:
+                        compactions[0] += 1
+                except Exception:  # noqa: BLE001 - a feature delta-rs lacks, a lost race: the next table
+                    pass
             stop.wait(0.05)
 
     other = threading.Thread(target=compact_loop, daemon=True)
     other.start()
     try:
-        changes = read_changes(spark, f"file://{live}/t", "canal-json", {"enable-tidb-extension": "true"},
-                               schema_store=str(lake / "_schemas"), max_records_per_trigger=60)
+        changes = read_changes(spark, f"kafka://{kafka_broker}/{topic}", "canal-json",
+                               {"enable-tidb-extension": "true"}, schema_store=str(lake / "_schemas"),
+                               max_records_per_trigger=60)
         q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"))
         q.awaitTermination()
         assert q.exception() is None
@@ -164,5 +177,5 @@ def test_a_users_compaction_loop_beside_a_streaming_consume_loses_and_doubles_no
     finally:
         stop.set()
         other.join()
-    assert batches >= 5 and compactions[0] > 0, (batches, compactions)
+    assert batches >= 3 and compactions[0] > 0, (batches, compactions)
     lake_equals(spark, lake, final_state(events))

@@ -229,7 +229,13 @@ class DeltaLogs:
             return None
         from .filestats import of_file
 
-        return {n: of_file(os.path.join(folder, n), before.schema_json, before.configuration) for n, _, _ in added}
+        out = {}
+        for n, _, _ in added:
+            try:
+                out[n] = of_file(os.path.join(folder, n), before.schema_json, before.configuration)
+            except Exception:  # noqa: BLE001 - stats are optional: a footer pyarrow cannot read goes without
+                continue
+        return out
 
 
 @functools.lru_cache(maxsize=1024)

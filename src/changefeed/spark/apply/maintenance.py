@@ -22,6 +22,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from ...errors import ApplyError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -45,7 +47,7 @@ def auto_compact(spark: SparkSession) -> None:
 class Maintenance:
     def __init__(self, lake: Lake, vacuum_retention_hours: float | None = None, compact: bool = True) -> None:
         if vacuum_retention_hours is not None and vacuum_retention_hours < 0:
-            raise ValueError(f"vacuum retention is a number of hours >= 0, not {vacuum_retention_hours}")
+            raise ApplyError(f"vacuum retention is a number of hours >= 0, not {vacuum_retention_hours}")
         self.lake = lake
         self.retention = vacuum_retention_hours
         self.compact = compact
