@@ -30,7 +30,8 @@ from ...errors import ApplyError
 from . import schedule
 from .catalog import SHAPE_HASH, TableCatalog, control_rows
 from .ddl import Ddl, DdlApplier
-from .lake import Lake
+from .lake import Lake, read_json_files
+from .lease import OWNER, Lease
 from .maintenance import Maintenance
 from .multiwrite import MultiWriter, Planned
 from .options import (
@@ -93,6 +94,8 @@ class ChangeApplier:
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
         self.multi = MultiWriter(self.store, self.proj, self.o)
         self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
+        self.lease = Lease(self.lake, app_id, self._owner_record,
+                           lambda rec: self.store.write_json(self.layout.meta, OWNER, rec, "the lake's owner record"))
         self.windows = WindowApplier(self.o, self.catalog, self.state, self._apply_tables, self._apply_ddls)
         # with watermarks, batches whose rows are not all applied yet: their latest commit ts (rebuilt at start)
         self.pending_rows: dict[int, int] = {}
@@ -125,6 +128,10 @@ class ChangeApplier:
             return {}
         return p() if callable(p) else dict(p)
 
+    def _owner_record(self) -> dict[str, Any] | None:
+        got = read_json_files(self.store.spark, self.layout.meta, OWNER.removesuffix(".json"), last=True)
+        return got[-1] if got else None
+
     def global_watermark(self) -> int:
         return schedule.global_watermark(self.state.watermarks, self.partitions())
 
@@ -132,6 +139,7 @@ class ChangeApplier:
         """Progress, watermarks, table definitions and pending DDL, from the lake itself (once)."""
         if self._loaded:
             return
+        self.lease.claim()  # one consumer per lake: refused in one line while another one runs
         self._loaded = True
         self.pending_rows = restore(self.store, self.progress, self.state, self.catalog, self.o)
         # what a run stopped between a shared write and its commits left staged (never in any table's log)
@@ -202,6 +210,7 @@ class ChangeApplier:
         rep.applied_ts = st.applied_ts
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
+        self.lease.renew()
         lap("progress")
         rep.seconds = time.monotonic() - t0
         if self.on_batch is not None:
