@@ -239,6 +239,7 @@ def consume(
     table_features: opt.TableFeatures = "auto",
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
+    vacuum_retention: opt.VacuumRetention = None,
     master: opt.Master = None,
     config: opt.Config = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
@@ -267,7 +268,8 @@ def consume(
                                    max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
             query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
                                   watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
-                                  table_features=table_features, changelog=changelog)
+                                  table_features=table_features, changelog=changelog,
+                                  vacuum_retention_hours=vacuum_retention)
             with src.watch() as watch:  # a broker that goes away is said, once
                 try:
                     query.awaitTermination()  # type: ignore[union-attr]
@@ -408,6 +410,7 @@ def run(
     master: opt.Master = None,
     rate: opt.Rate = None,
     table_features: opt.TableFeatures = "auto",
+    vacuum_retention: opt.VacuumRetention = None,
     fresh: opt.Fresh = True,
     debug: opt.Debug = False,
 ) -> None:
@@ -419,7 +422,8 @@ def run(
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
-                        max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features)
+                        max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features,
+                        vacuum_retention=vacuum_retention)
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there

@@ -40,6 +40,9 @@ Trigger = Annotated[str, typer.Option(help="available-now, or processing-time=<i
 OnDdlError = Annotated[str, typer.Option(help="stop, or skip (record the DDL as a dead letter)")]
 Changelog = Annotated[str, typer.Option(
     help="minimal: the bronze changelog keeps what a restart reads; full: every change, as it came")]
+VacuumRetention = Annotated[float | None, typer.Option(
+    "--vacuum-retention", metavar="HOURS", min=0.0,
+    help="VACUUM the consumer's tables as it runs: files its commits removed, once older than HOURS (default: never)")]
 Watermarks = Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
 

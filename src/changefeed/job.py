@@ -44,6 +44,7 @@ class RunOptions:
     table_features: str = "auto"  # auto | minimal (spark/table_features.py)
     watermark_interval_ms: int = 100  # of commit time
     config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
+    vacuum_retention: float | None = None  # hours: the consumer VACUUMs its tables (None: never)
 
     @property
     def lake(self) -> Path:
@@ -258,7 +259,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     consume_start = time.monotonic()
     query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
                                trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
-                               table_features=opts.table_features)
+                               table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention)
     ready = time.monotonic() + 300
     while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
             and "Waiting for data" not in str(query.status.get("message", "")):

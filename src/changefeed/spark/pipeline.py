@@ -124,7 +124,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   table_features: str = "auto", table_writers: int = 4, changelog: str = "minimal",
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None,
-                  traits: StreamTraits | None = None) -> StreamingQuery | BatchReport:
+                  traits: StreamTraits | None = None, vacuum_retention_hours: float | None = None,
+                  compact: bool = True) -> StreamingQuery | BatchReport:
     """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`, layout.py) in step with
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
@@ -134,7 +135,9 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     watermarks, each table shape, and the rows a micro-batch left for a later window); "full" every decoded change
     as it came, an audit log beside the tables.
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
-    `read_changes` gave `changes` (a DataFrame made from them needs them given)."""
+    `read_changes` gave `changes` (a DataFrame made from them needs them given).
+    `vacuum_retention_hours`: VACUUM the consumer's tables after micro-batches, with that retention (None: never);
+    `compact`: compact small files (Delta's auto compaction, the changelog's): see `apply.maintenance`."""
     stream = _carried(changes)
     target = lake_path(target)
     checkpoint = lake_path(checkpoint) if checkpoint else checkpoint
@@ -155,7 +158,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         table_features=check_mode(table_features), table_writers=max(1, table_writers),
                         ddl_definitions=traits.ddl_definitions, untimed_deletes=traits.untimed_deletes,
                         ddl_barrier=not watermarks and traits.ddl_broadcast,
-                        text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog)
+                        text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog,
+                        vacuum_retention_hours=vacuum_retention_hours, compact=compact)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

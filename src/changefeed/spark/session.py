@@ -36,6 +36,9 @@ SMALL_MACHINE = {
     "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.session.timeZone": "UTC",
+    # timestamps as Parquet's INT64 microseconds, not the legacy INT96: a footer then holds their range, which the
+    # driver's commits turn into Delta file statistics (`apply.filestats`); INT96 columns carry none
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # compiled whole-stage code, kept by its source text: Spark's default of 100 entries thrashes under a
     # consumer's per-batch plans (Delta's MERGE, windows, changelog), and recompiling took a visible share of
     # the pipeline's CPU (JFR); with 2,000 the pipeline ran faster (figures in bench/RESULTS.md)

@@ -68,7 +68,7 @@ def test_a_rewrite_over_a_version_another_writer_moved_on_from_is_refused(tmp_pa
     before = log.read(str(path), None)
     write_deltalake(str(path), pa.table({"id": [9], "name": ["theirs"]}, schema=ROWS), mode="append")
     mine = _file(path, "part-00000-m-c000.snappy.parquet", [(1, "mine")])
-    with pytest.raises(ApplyError, match="moved on from version 0"):
+    with pytest.raises(ApplyError, match="another writer's commit 1 changed the table"):
         log.commit(str(path), before, [mine], 3, "app")
     assert _rows(path) == [(9, "theirs")] and DeltaTable(str(path)).transaction_version("app") is None
     # an append over it goes on top of the other writer's commit (delta-rs reads it first)
@@ -126,3 +126,58 @@ def test_a_file_system_without_hard_links_is_committed_to_by_delta_rs(tmp_path: 
     assert dt.transaction_version("app") == 2
     assert all(h.get("engineInfo") != logfile.ENGINE for h in dt.history())
     assert not [n for n in os.listdir(path / "_delta_log") if n.endswith(".tmp")]
+
+
+def test_a_files_path_is_kept_as_the_log_holds_it(tmp_path: Path) -> None:
+    from urllib.parse import quote
+
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    odd = _file(path, "x%41 y.parquet", [(1, "a")])  # written by delta-rs (not a plain name)
+    log.append(str(path), log.read(str(path), None), [odd], 1, "app")
+    before = log.read(str(path), None)
+    assert set(before.files) == {quote(odd[0])}  # encoded once, as in the log: not x%252541%2520y.parquet
+    new = _file(path, "part-00000-n-c000.snappy.parquet", [(2, "b")])
+    assert log.commit(str(path), before, [new], 2, "app") == 2
+    assert _rows(path) == [(2, "b")]
+
+
+def test_a_commit_file_another_writer_replaced_is_noticed(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    mine = _file(path, "part-00000-m-c000.snappy.parquet", [(1, "mine")])
+    before = log.read(str(path), None)
+    assert log.commit(str(path), before, [mine], 1, "app") == 1
+    kept = log.read(str(path), before)  # (a newer read: kept is what DeltaLogs holds)
+    log.read(str(path), kept)  # unchanged: nothing to say
+    # what Hadoop's local rename does to an existing file: replaced by another writer's version 1
+    theirs = path / "_delta_log" / ".theirs.json"
+    theirs.write_bytes((path / "_delta_log" / f"{1:020d}.json").read_bytes().replace(b'"app"', b'"other-app"'))
+    os.replace(theirs, path / "_delta_log" / f"{1:020d}.json")
+    with pytest.raises(ApplyError, match="commit 1 was replaced by another writer"):
+        log.read(str(path), kept)
+    assert log.read(str(path), None).version == 1  # then read anew
+
+
+def test_a_rewrite_goes_on_top_of_a_compaction_or_vacuum_that_came_between(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    log.create(str(path), SCHEMA, {})
+    for i in range(3):
+        log.append(str(path), log.read(str(path), None), [_file(path, f"part-0000{i}-a-c000.snappy.parquet",
+                                                                 [(i, "old")])], i, "app")
+    before = log.read(str(path), None)
+    # the user's OPTIMIZE and VACUUM commit between the consumer's read and its commit: no row changed
+    DeltaTable(str(path)).optimize.compact()
+    DeltaTable(str(path)).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    assert DeltaTable(str(path)).version() > before.version + 1
+    mine = _file(path, "part-00000-m-c000.snappy.parquet", [(0, "new"), (1, "new"), (2, "new")])
+    committed = log.commit(str(path), before, [mine], 9, "app")
+    assert committed == DeltaTable(str(path)).version() > before.version + 1
+    assert _rows(path) == [(0, "new"), (1, "new"), (2, "new")]  # the compacted file replaced too: no row twice
+    assert DeltaTable(str(path)).transaction_version("app") == 9
+    # a DELETE between read and commit changed rows the rewrite read: refused (the restart re-applies on top)
+    before = log.read(str(path), None)
+    DeltaTable(str(path)).delete("id = 1")
+    with pytest.raises(ApplyError, match="changed the table"):
+        log.commit(str(path), before, [_file(path, "part-00000-z-c000.snappy.parquet", [(5, "z")])], 10, "app")
+    assert _rows(path) == [(0, "new"), (2, "new")]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import schedule
 from .backlog import Backlog
@@ -33,7 +33,9 @@ from .catalog import SHAPE_HASH, TableCatalog
 from .changelog import Appending, Changelog
 from .ddl import DdlApplier
 from .ddlplan import Ddl
-from .lake import Lake
+from .lake import Lake, read_json_files
+from .lease import OWNER, Lease
+from .maintenance import Maintenance
 from .options import DEAD_LETTER_SCHEMA, END_AT, ROW_KINDS_SQL, START_AT, ApplyOptions, q
 from .ordering import date_deletes
 from .params import bind
@@ -72,6 +74,9 @@ class ChangeApplier:
         self.catalog = TableCatalog(self.o, self.state)  # rebuilt from the changelog at start
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
+        self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
+        self.lease = Lease(self.lake, app_id, self._owner_record,
+                           lambda rec: self.store.write_json(self.layout.meta, OWNER, rec, "the lake's owner record"))
         self.writers = TableWriters(self.o, self.store, self.catalog, self.proj, self.ddl)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self.writers.write, self.writers.ddls)
         self.backlog = Backlog(self.o, self.state, self.store, self.windows)
@@ -103,6 +108,10 @@ class ChangeApplier:
             return {}
         return p() if callable(p) else dict(p)
 
+    def _owner_record(self) -> dict[str, Any] | None:
+        got = read_json_files(self.store.spark, self.layout.meta, OWNER.removesuffix(".json"), last=True)
+        return got[-1] if got else None
+
     def global_watermark(self) -> int:
         return schedule.global_watermark(self.state.watermarks, self.partitions())
 
@@ -110,6 +119,7 @@ class ChangeApplier:
         """Progress, watermarks, table definitions and pending DDL, from the lake itself (once)."""
         if self._loaded:
             return
+        self.lease.claim()  # one consumer per lake: refused in one line while another one runs
         self._loaded = True
         self.backlog.pending_rows = restore(self.store, self.progress, self.state, self.catalog, self.o)
         # what a run stopped between a shared write and its commits left staged (never in any table's log)
@@ -163,9 +173,12 @@ class ChangeApplier:
             if log is not None and log.thread is not None:
                 log.thread.join()  # a failed write: the append still reads the cache
             self.backlog.release_batch(batch_id, changes, log.kept if log is not None else None)
+        self.upkeep.after_batch(self.bronze, self.store.known_tables())
+        lap("maintenance")
         rep.applied_ts = st.applied_ts
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
+        self.lease.renew()
         lap("progress")
         rep.seconds = time.monotonic() - t0
         if self.on_batch is not None:

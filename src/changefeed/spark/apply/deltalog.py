@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote, urlparse
 
 import orjson
 
+from ...errors import ApplyError
 from .log_jvm import JvmLog
 from .tablefiles import TableFiles
 
@@ -39,7 +40,7 @@ class LogWriter(Protocol):
     def txn_version(self, path: str, app_id: str, prop: str) -> int: ...
     def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool: ...
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int: ...
+               app_id: str, stats: dict[str, str] | None = None) -> int: ...
 
 
 def local_folder(path: str, default_fs: str = "file:///") -> str | None:
@@ -86,6 +87,8 @@ class DeltaLogs:
         w, where = self._writer(path)
         try:
             return ask(w, where)
+        except ApplyError:
+            raise  # (a commit of ours replaced: `RustLog.read` says so)
         except Exception:  # noqa: BLE001 - Delta reads every table it wrote
             if w is self._jvm:
                 raise
@@ -132,7 +135,7 @@ class DeltaLogs:
             raise TypeError(f"{path}: appends are committed here by delta-rs only")
         before = self.files(path)
         try:
-            committed = self._rs.append(where, before, added, version, app_id)
+            committed = self._rs.append(where, before, added, version, app_id, self.stats(path, before, added))
         except Exception:
             self.forget(path)
             raise
@@ -141,7 +144,8 @@ class DeltaLogs:
             return
         # followed here, not listed again from the log: a log appended every micro-batch grows without end
         self._files[path] = TableFiles(committed, before.schema_json,
-                                       {**before.files, **{quote(n): s for n, s, _ in added}}, before.refused)
+                                       {**before.files, **{quote(n): s for n, s, _ in added}}, before.refused,
+                                       before.configuration)
 
     def forget(self, path: str) -> None:
         """Nothing kept of the table at `path` (moved, dropped, created again, or a failed commit)."""
@@ -157,12 +161,29 @@ class DeltaLogs:
         commit left it."""
         w, where = self._writer(path)
         try:
-            committed = w.commit(where, before, added, version, app_id)
+            committed = w.commit(where, before, added, version, app_id, self.stats(path, before, added))
         except Exception:
             self.forget(path)
             raise
-        tf = self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None)
+        tf = self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None,
+                                            before.configuration)
         return tf
+
+    def stats(self, path: str, before: TableFiles, added: list[tuple[str, int, int]]) -> dict[str, str] | None:
+        """Each added file's `stats` JSON (by name), read from its Parquet footer where the lake is local (on
+        another file system its adds go without: readers then read the file)."""
+        folder = self.local(path)
+        if folder is None or not added:
+            return None
+        from .filestats import of_file
+
+        out = {}
+        for n, _, _ in added:
+            try:
+                out[n] = of_file(os.path.join(folder, n), before.schema_json, before.configuration)
+            except Exception:  # noqa: BLE001 - stats are optional: a footer pyarrow cannot read goes without
+                continue
+        return out
 
 
 @functools.lru_cache(maxsize=1024)

@@ -155,6 +155,10 @@ class Lake:
             self.committed(path, version)
         return out
 
+    def known_tables(self) -> list[str]:
+        """The tables this consumer has read its version of or committed to since it started."""
+        return list(self._versions)
+
     def committed(self, path: str, version: int) -> None:
         """This consumer's commit `version` of the table at `path` is in."""
         self._versions[path] = max(self._versions.get(path, -1), version)

@@ -63,7 +63,7 @@ class JvmLog:
         else:  # not in the checksum (a big table, a schema change): the snapshot's state, one small job
             adds = [orjson.loads(j) for j in snap.allFiles().toJSON().collectAsList()]
         return TableFiles(version, meta["schemaString"], {a["path"]: int(a["size"]) for a in adds},
-                          refusal(protocol, meta, adds))
+                          refusal(protocol, meta, adds), dict(meta.get("configuration") or {}))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""
@@ -93,16 +93,20 @@ class JvmLog:
         return True
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int:
+               app_id: str, stats: dict[str, str] | None = None) -> int:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         jvm = self._jvm()
         now = int(time.time() * 1000)
-        actions = [*logfile.removes(before.files, now), *logfile.adds(added)]
+        actions = [*logfile.removes(before.files, now), *logfile.adds(added, stats)]
         actions.append({"txn": {"appId": app_id, "version": version, "lastUpdated": now}})
         txn = self.lake._jvm_log(path).startTransaction()
         if int(txn.readVersion()) != before.version:
             raise ApplyError(f"{path}: the table moved from version {before.version} to {txn.readVersion()} while "
                              "this consumer rewrote it (another writer?)")
+        # what the rewrite read, declared to Delta's conflict checker: every file of the table (a concurrent
+        # change to any of them conflicts), and this app's txn version (a concurrent commit of it conflicts)
+        txn.readWholeTable()
+        txn.txnVersion(app_id)
         # the operation is what Delta's own overwrite records (every file replaced): not ManualUpdate, for which
         # Delta derives no checksum and rebuilds the table's state in several Spark jobs after each commit
         none = jvm.scala.Option.empty()

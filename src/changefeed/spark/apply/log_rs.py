@@ -17,7 +17,6 @@ import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
@@ -26,7 +25,9 @@ from . import logfile
 from .tablefiles import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
-CHECKPOINT_INTERVAL = 100  # delta-rs's default for `delta.checkpointInterval`
+EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+REBASES = 5  # a rewrite re-planned on a newer version at most this often (other writers committing meanwhile)
+CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs's own is 100)
 
 
 def _log_file(path: str, version: int) -> str:
@@ -46,6 +47,10 @@ class RustLog:
         self._following: dict[str, Future[None]] = {}
         self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
         self._interval: dict[str, int] = {}  # a table's checkpoint interval, as last read
+        self._cleanup: dict[str, bool] = {}  # whether its expired log files are removed after a checkpoint
+        self._checkpoint: dict[str, int] = {}  # a table's last checkpoint version, as last seen
+        # the last commit file linked here per table: (version, inode, size), to notice it replaced
+        self._own: dict[str, tuple[int, int, int]] = {}
         self.direct = os.environ.get(DIRECT, "1") != "0"
 
     def _table(self, path: str) -> Any:
@@ -70,9 +75,12 @@ class RustLog:
         if pending is not None:
             pending.exception()  # done with it either way: the table is read anew
         self._open.pop(path, None)
+        self._checkpoint.pop(path, None)
+        self._own.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
+        self._check_own(path)
         if kept is not None and not os.path.exists(_log_file(path, kept.version + 1)):
             return kept
         dt = self._table(path)
@@ -84,9 +92,11 @@ class RustLog:
         meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
                 "schemaString": schema}
         self._interval[path] = int(m.configuration.get("delta.checkpointInterval") or CHECKPOINT_INTERVAL)
+        self._cleanup[path] = str(m.configuration.get(EXPIRED_LOG_CLEANUP, "true")).lower() != "false"
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
-        return TableFiles(dt.version(), schema, {quote(a["path"]): int(a["size_bytes"]) for a in adds},
-                          refusal(protocol, meta, []))
+        # delta-rs gives each path as the log holds it (URI-encoded already): kept as is
+        return TableFiles(dt.version(), schema, {a["path"]: int(a["size_bytes"]) for a in adds},
+                          refusal(protocol, meta, []), dict(m.configuration))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""
@@ -117,43 +127,44 @@ class RustLog:
         return True
 
     def append(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int:
+               app_id: str, stats: dict[str, str] | None = None) -> int:
         """Files added (none: a commit of the txn alone) to the table `before` was read of, with this app's txn
         `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
         if self._direct(before, added):
-            committed = self._put(path, before, {}, added, version, app_id, "Append")
+            committed = self._put(path, before, {}, added, version, app_id, "Append", stats)
             if committed is not None:
                 return committed
             # another writer's commit came first (or no links here): delta-rs appends on top of what is there
         dt = self._table(path)
-        dt.create_write_transaction(_adds_of(added), mode="append", schema=dt.schema(),
+        dt.create_write_transaction(_adds_of(added, stats), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, int(time.time() * 1000))]))
         dt.update_incremental()
         return dt.version()
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> int:
+               app_id: str, stats: dict[str, str] | None = None) -> int:
         """Every file of `before` replaced by `added`, with this app's txn `version`: the version committed."""
         from deltalake.transaction import CommitProperties, Transaction
 
-        if self._direct(before, added):
-            committed = self._put(path, before, before.files, added, version, app_id, "Overwrite")
+        for _ in range(REBASES):
+            if not self._direct(before, added):
+                break
+            committed = self._put(path, before, before.files, added, version, app_id, "Overwrite", stats)
             if committed is not None:
                 return committed
-            if self.direct:  # (else no links here: delta-rs commits it, below)
-                self.forget(path)
-                raise ApplyError(f"{path}: the table moved on from version {before.version} while this consumer "
-                                 "rewrote it (another writer?)")
+            if not self.direct:  # no links here: delta-rs commits it, below
+                break
+            before = self._rebased(path, before)
         dt = self._table(path)
         if dt.version() != before.version:
-            raise ApplyError(f"{path}: the table moved from version {before.version} to {dt.version()} while this "
-                             "consumer rewrote it (another writer?)")
+            before = self._rebased(path, before)
+            dt = self._table(path)
         now = int(time.time() * 1000)
         # an overwrite: delta-rs removes every file of the version it read (those of `before`)
-        dt.create_write_transaction(_adds_of(added), mode="overwrite", schema=dt.schema(),
+        dt.create_write_transaction(_adds_of(added, stats), mode="overwrite", schema=dt.schema(),
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, now)]))
         committed = before.version + 1
@@ -165,27 +176,97 @@ class RustLog:
         dt.update_incremental()  # delta-rs retried on a later version (another writer's commit came between)
         return dt.version()
 
+    def _rebased(self, path: str, before: TableFiles) -> TableFiles:
+        """The table at its latest version, for a rewrite read at `before` that found the log moved on, when no
+        commit since changed a row (Delta's rule: a compaction, a VACUUM, changes nothing a rewrite read): the
+        rewrite then replaces the files there are now. Any other commit since (a DELETE, an UPDATE, an append, a
+        schema or protocol change) conflicts with what the rewrite read: an error, and the restart applies the
+        window again on top of it."""
+        v = before.version + 1
+        while True:
+            try:
+                with open(_log_file(path, v), "rb") as f:
+                    actions = [orjson.loads(line) for line in f if line.strip()]
+            except FileNotFoundError:
+                break
+            for a in actions:
+                kind = next(iter(a))
+                if kind == "commitInfo" or (kind in ("add", "remove") and a[kind].get("dataChange") is False):
+                    continue
+                self.forget(path)
+                raise ApplyError(f"{path}: another writer's commit {v} changed the table ({kind}) while this "
+                                 f"consumer rewrote it from version {before.version}")
+            v += 1
+        self.forget(path)
+        now = self.read(path, None)
+        if now.schema_json != before.schema_json or now.refused is not None:
+            raise ApplyError(f"{path}: the table changed (schema or features) at version {now.version} while this "
+                             "consumer rewrote it")
+        return now
+
+    def _check_own(self, path: str) -> None:
+        """Refuse to go on when the last commit file linked here is no longer ours: on a local file system a
+        Delta writer in another JVM commits by rename, which replaces a file (Delta's HDFSLogStore says so), and
+        this consumer's commit would be lost unseen. The restart re-applies it from the versions in the log."""
+        own = self._own.get(path)
+        if own is None:
+            return
+        version, ino, size = own
+        try:
+            st = os.stat(_log_file(path, version))
+        except FileNotFoundError:
+            return  # removed by the log's cleanup after a checkpoint
+        if (st.st_ino, st.st_size) != (ino, size):
+            self.forget(path)
+            raise ApplyError(f"{path}: this consumer's commit {version} was replaced by another writer's (a Delta "
+                             "writer in another JVM on a local lake); restart the consumer to apply it again")
+
+    def _last_checkpoint(self, path: str) -> int:
+        v = self._checkpoint.get(path)
+        if v is None:
+            v = self._checkpoint[path] = _read_last_checkpoint(path)
+        return v
+
     def _direct(self, before: TableFiles, added: list[tuple[str, int, int]]) -> bool:
         """Whether this commit is written as a file here (`logfile`): a plain table, plain file names."""
         return self.direct and before.refused is None and logfile.plain(before.files) \
             and logfile.plain(n for n, _, _ in added)
 
     def _put(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
-             version: int, app_id: str, mode: str) -> int | None:
+             version: int, app_id: str, mode: str, stats: dict[str, str] | None = None) -> int | None:
         """The commit on top of `before`, as the log's next file: the version committed (None: a commit of that
         version is there already, or the file system makes no hard links: `direct` is then off). A checkpoint
-        follows at the table's interval, as delta-rs makes one."""
+        follows at the table's interval, then the log files older than `delta.logRetentionDuration` (30 days by
+        default) that the checkpoint made needless are removed (unless `delta.enableExpiredLogCleanup` is false),
+        as Delta does after its checkpoints: a table committed every micro-batch keeps a bounded log."""
         committed = before.version + 1
-        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode)
+        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode, stats)
         try:
             if not logfile.put_if_absent(_log_file(path, committed), data):
                 return None
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
-        if committed % self._interval.get(path, CHECKPOINT_INTERVAL) == 0:
-            self._table(path).create_checkpoint()
+        st = os.stat(_log_file(path, committed))
+        self._own[path] = (committed, st.st_ino, st.st_size)
+        # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
+        # at which Delta would have made one)
+        if committed - self._last_checkpoint(path) >= self._interval.get(path, CHECKPOINT_INTERVAL):
+            dt = self._table(path)
+            dt.create_checkpoint()
+            self._checkpoint[path] = committed
+            if self._cleanup.get(path, True):
+                dt.cleanup_metadata()
         return committed
+
+
+def _read_last_checkpoint(path: str) -> int:
+    """The version of the table's last checkpoint (`_last_checkpoint`), 0 for none."""
+    try:
+        with open(os.path.join(path, "_delta_log", "_last_checkpoint"), "rb") as f:
+            return int(orjson.loads(f.read())["version"])
+    except (FileNotFoundError, KeyError, ValueError, orjson.JSONDecodeError):
+        return 0
 
 
 def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
@@ -201,11 +282,11 @@ def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
     return False
 
 
-def _adds_of(added: list[tuple[str, int, int]]) -> list[Any]:
-    """Add actions of new data files (name in the table's folder, size, modification time in ms)."""
+def _adds_of(added: list[tuple[str, int, int]], stats: dict[str, str] | None = None) -> list[Any]:
+    """Add actions of new data files (name in the table's folder, size, modification time in ms, stats JSON)."""
     from deltalake.transaction import AddAction
 
-    return [AddAction(name, size, {}, mtime, True, None) for name, size, mtime in added]
+    return [AddAction(name, size, {}, mtime, True, (stats or {}).get(name)) for name, size, mtime in added]
 
 
 def _adds(dt: Any) -> list[dict[str, Any]]:

@@ -37,10 +37,17 @@ def removes(files: dict[str, int], now_ms: int) -> list[dict[str, Any]]:
                         "partitionValues": {}, "size": s}} for p, s in files.items()]
 
 
-def adds(added: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
-    """An add action for each new data file (name in the table's folder, size, modification time in ms)."""
-    return [{"add": {"path": quote(n), "partitionValues": {}, "size": s, "modificationTime": m, "dataChange": True}}
-            for n, s, m in added]
+def adds(added: list[tuple[str, int, int]], stats: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """An add action for each new data file (name in the table's folder, size, modification time in ms), with its
+    `stats` JSON where `stats` (per name) has one (`filestats`)."""
+    out = []
+    for n, s, m in added:
+        add: dict[str, Any] = {"path": quote(n), "partitionValues": {}, "size": s, "modificationTime": m,
+                               "dataChange": True}
+        if stats and n in stats:
+            add["stats"] = stats[n]
+        out.append({"add": add})
+    return out
 
 
 def metadata(schema_json: str, configuration: dict[str, str], now_ms: int) -> dict[str, Any]:
@@ -63,14 +70,14 @@ def _info(now_ms: int, operation: str, parameters: dict[str, Any], blind: bool,
 
 
 def write(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: str, version: int, now_ms: int,
-          mode: str) -> bytes:
+          mode: str, stats: dict[str, str] | None = None) -> bytes:
     """A WRITE commit of `mode` (Append, Overwrite) as Delta's writers record it: commitInfo, this app's txn, a
     remove for each file of `removed` (path in the log -> size), an add for each of `added`."""
     metrics = {"numFiles": str(len(added)), "numRemovedFiles": str(len(removed)),
                "numOutputBytes": str(sum(s for _, s, _ in added))}
     lines = [_info(now_ms, "WRITE", {"mode": mode}, not removed and mode == "Append", metrics),
              {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}},
-             *removes(removed, now_ms), *adds(added)]
+             *removes(removed, now_ms), *adds(added, stats)]
     return _lines(lines)
 
 
@@ -100,6 +107,8 @@ def put_if_absent(target: str, data: bytes) -> bool:
     tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "xb") as f:
         f.write(data)
+        f.flush()
+        os.fsync(f.fileno())  # on disk before it is the commit: a crash never leaves a linked, empty version
     try:
         os.link(tmp, target)
     except FileExistsError:

@@ -53,6 +53,10 @@ class ApplyOptions:
     # the bronze changelog: "minimal" keeps what a restart reads (DDL, BOOTSTRAP, row shapes, watermarks, truncates
     # and the rows the batch left unapplied); "full" every decoded change, as it came (an audit log)
     changelog: str = "minimal"
+    # upkeep after each micro-batch (`maintenance`): VACUUM of the consumer's tables with this retention in hours
+    # (None: never), and compaction (Delta's auto compaction for MERGE-written tables, the changelog's small files)
+    vacuum_retention_hours: float | None = None
+    compact: bool = True
 
     def check(self) -> None:
         """Refuse settings that contradict each other, before anything is read or written."""

@@ -17,6 +17,7 @@ class TableFiles:
     schema_json: str
     files: dict[str, int] = field(default_factory=dict)
     refused: str | None = None
+    configuration: dict[str, str] = field(default_factory=dict)  # the table's properties (its stats columns...)
 
     @property
     def size(self) -> int:

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from .segments import DdlStep, TableWrite
 
 
+MERGE_ATTEMPTS = 5
+# Delta's conflicts with another writer's commit, after which the MERGE, planned again, may commit
+_CONCURRENT = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+               "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE")
+
+
 class TableWriters:
     """Writes a window step's tables and applies its DDL, for `segments.WindowApplier`."""
 
@@ -92,5 +98,14 @@ class TableWriters:
         return Planned(w, t, path, cols)
 
     def _merge(self, p: Planned) -> None:
+        """The table's MERGE; again on the table's new version when another writer's commit (a user's OPTIMIZE,
+        DELETE or UPDATE) came between its read and its commit (Delta's conflict checker says so, and nothing of
+        it was committed): the stream does not stop for another writer."""
         merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
-        merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
+        for attempt in range(MERGE_ATTEMPTS):
+            try:
+                merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
+                return
+            except Exception as e:
+                if attempt + 1 == MERGE_ATTEMPTS or not any(c in str(e) for c in _CONCURRENT):
+                    raise
