@@ -186,6 +186,17 @@ def _lake_tables(spark: SparkSession, lake: str) -> list[str]:
     return out
 
 
+def stream_at(against: str, upto: int | None, protocol: str | None = None,
+              options: dict[str, str] | None = None) -> tuple[UpstreamState, int]:
+    """The upstream state of a stream up to commit ts `upto` (the lake's applied watermark: what TiCDC's
+    consumer would have applied), and how many of its changes (rows and DDL) lie past it."""
+    events = events_from_stream(against, protocol, options)
+    if not upto:
+        return final_state(events), 0
+    past = sum(1 for ev in events if ev.commit_ts > upto and ev.kind is not Kind.WATERMARK)
+    return final_state(events, upto=upto), past
+
+
 def expected_from(against: str, protocol: str | None = None, options: dict[str, str] | None = None) -> UpstreamState:
     """FILE: event lines; kafka://… or file:///…: a stream, decoded here."""
     if "://" in against:

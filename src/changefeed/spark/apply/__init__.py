@@ -191,6 +191,8 @@ class ChangeApplier:
             if log is not None and log.kept is not None and (held is None or held[0] is not log.kept):
                 log.kept.unpersist()
         rep.applied_ts = st.applied_ts
+        rep.watermarks = dict(st.watermarks)
+        rep.known_tables = len(self.catalog.defs)
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
         lap("progress")
