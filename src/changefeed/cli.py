@@ -29,7 +29,7 @@ from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
 from .spark.layout import LakeLayout, schema_store
-from .stopping import GracefulStop
+from .stopping import GracefulStop, jvm_ignores_sigterm
 from .workdir import open_checkpoint, open_folder, open_lake, output_file
 
 if TYPE_CHECKING:
@@ -230,7 +230,8 @@ def consume(
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
-        spark = command_spark(master)
+        with jvm_ignores_sigterm():
+            spark = command_spark(master)
         stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
         metrics, server = _serve_metrics(spark, lake, metrics_port, metrics_host, health_timeout)
         totals = ConsumeTotals()  # the clock starts once Spark is up
@@ -449,7 +450,8 @@ def run(
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
-        spark = command_spark(master)
+        with jvm_ignores_sigterm():
+            spark = command_spark(master)
         stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
         metrics, server = _serve_metrics(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
         try:

@@ -13,7 +13,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .cliio import err
@@ -21,6 +22,22 @@ from .cliio import err
 STOP_MARK = "changefeed: stopping on request"  # in the error a micro-batch refused after a signal raises
 
 T = TypeVar("T")
+
+
+@contextmanager
+def jvm_ignores_sigterm() -> Iterator[None]:
+    """Start Spark's JVM inside this: it inherits SIGTERM ignored (HotSpot then installs no handler of its own),
+    so a SIGTERM to the whole process group (systemd's default KillMode, `timeout`) reaches only this process,
+    which stops the query cleanly; the JVM still ends with it (PySpark's gateway exits when its stdin closes).
+    SIGINT it ignores already (PySpark starts it so)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 class StopRequested(RuntimeError):

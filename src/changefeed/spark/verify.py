@@ -116,53 +116,84 @@ def expected_frame(spark: SparkSession, st: Any, json_as_variant: bool = False) 
                          .alias(c.name) for i, c in enumerate(t.columns)])
 
 
-def _checksum(df: DataFrame) -> int:
+def _summary(df: DataFrame, i: int, side: str) -> DataFrame:
+    """One row for a table: its index, which side, its row count and checksum (a sum of row hashes: the same
+    multiset of rows gives the same sum, in any order)."""
     from pyspark.sql import functions as F
 
-    if not df.columns:
-        return 0
-    v = df.select(F.sum(F.xxhash64(*[F.col(q(c)) for c in df.columns]).cast("decimal(38,0)"))).collect()[0][0]
-    return int(v or 0) % (1 << 64)
+    h = F.sum(F.xxhash64(*[F.col(q(c)) for c in df.columns]).cast("decimal(38,0)")) if df.columns \
+        else F.lit(0).cast("decimal(38,0)")
+    return df.agg(F.count(F.lit(1)).alias("n"), h.alias("h")).select(
+        F.lit(i).alias("i"), F.lit(side).alias("side"), "n", "h")
 
 
-def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5) -> VerifyReport:
+def _union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames as one, unioned as a balanced tree (a chain of a thousand unions is slow to analyse)."""
+    while len(frames) > 1:
+        frames = [frames[k].union(frames[k + 1]) if k + 1 < len(frames) else frames[k]
+                  for k in range(0, len(frames), 2)]
+    return frames[0]
+
+
+def _summaries(frames: list[DataFrame], chunk: int) -> dict[tuple[int, str], tuple[int, int]]:
+    """(index, side) -> (rows, checksum) of every summary frame, a few Spark jobs for all of them."""
+    out: dict[tuple[int, str], tuple[int, int]] = {}
+    for k in range(0, len(frames), chunk):
+        for r in _union_all(frames[k:k + chunk]).collect():
+            out[(r["i"], r["side"])] = (int(r["n"]), int(r["h"] or 0) % (1 << 64))
+    return out
+
+
+def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5,
+           chunk: int = 250) -> VerifyReport:
+    """Every table's count and checksum on both sides in one pass (a Spark job per `chunk` tables, however many
+    tables), then the rows that differ only for the tables whose count, checksum or columns differ."""
     from ..spark.apply import ChangeApplier
 
     probe = ChangeApplier(spark, lake)
     checks: list[TableCheck] = []
+    frames: list[DataFrame] = []
+    compare: dict[int, tuple[DataFrame, DataFrame]] = {}
     expected_paths = set()
-    for (db, name), st in sorted(expected.tables.items()):
+    for i, ((db, name), st) in enumerate(sorted(expected.tables.items())):
         path = probe.path(db, name)
         expected_paths.add(path)
         exp = expected_frame(spark, st)
-        check = TableCheck(f"{db}.{name}", len(st.rows), None, expected_checksum=_checksum(exp))
-        checks.append(check)
+        checks.append(TableCheck(f"{db}.{name}", len(st.rows), None))
+        frames.append(_summary(exp, i, "upstream"))
         if not probe.exists(path):
-            check.problem = f"no Delta table at {path}"
+            checks[i].problem = f"no Delta table at {path}"
             continue
         lake_df = spark.read.format("delta").load(path)
         if END_AT in lake_df.columns:
             lake_df = lake_df.where(f"{q(END_AT)} IS NULL").drop(START_AT, END_AT)
         if set(lake_df.columns) != set(exp.columns):
-            check.actual = lake_df.count()
-            check.problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
+            checks[i].problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
+            frames.append(_summary(lake_df.select(), i, "lake"))
             continue
-        lake_df = lake_df.select(*[q(c) for c in exp.columns])
-        exp = exp.select(*[q(f.name) for f in exp.schema.fields])
         lake_df = lake_df.select(*[lake_df[q(f.name)].cast(f.dataType).alias(f.name) for f in exp.schema.fields])
-        check.actual = lake_df.count()
-        check.actual_checksum = _checksum(lake_df)
-        missing = exp.exceptAll(lake_df)
-        extra = lake_df.exceptAll(exp)
-        check.missing = missing.count()
-        check.extra = extra.count()
-        for label, df in (("upstream only", missing), ("lake only", extra)):
-            for r in df.limit(samples).collect():
-                check.samples.append(f"{label}: {r.asDict()}")
+        frames.append(_summary(lake_df, i, "lake"))
+        compare[i] = (exp, lake_df)
     # tables the lake holds that upstream does not (dropped upstream, or never there)
-    fs_paths = _lake_tables(spark, lake)
-    for path in sorted(set(fs_paths) - expected_paths):
-        n = spark.read.format("delta").load(path).count()
+    extra_paths = sorted(set(_lake_tables(spark, lake)) - expected_paths)
+    for j, path in enumerate(extra_paths, start=len(checks)):
+        frames.append(_summary(spark.read.format("delta").load(path).select(), j, "lake"))
+    got = _summaries(frames, chunk) if frames else {}
+    for i, check in enumerate(checks):
+        check.expected_checksum = got[(i, "upstream")][1]
+        if (i, "lake") in got:
+            check.actual, check.actual_checksum = got[(i, "lake")]
+        if i in compare and (check.actual != check.expected or check.actual_checksum != check.expected_checksum):
+            exp, lake_df = compare[i]  # only here: the rows that differ
+            missing = exp.exceptAll(lake_df)
+            extra = lake_df.exceptAll(exp)
+            check.missing = missing.count()
+            check.extra = extra.count()
+            for label, df in (("upstream only", missing), ("lake only", extra)):
+                for r in df.limit(samples).collect():
+                    check.samples.append(f"{label}: {r.asDict()}")
+    for j, path in enumerate(extra_paths, start=len(checks)):
+        n = got[(j, "lake")][0]
         checks.append(TableCheck(path[len(lake) + 1:].replace("/", "."), 0, n, extra=n,
                                  problem="a table upstream does not have"))
     return VerifyReport(checks)
