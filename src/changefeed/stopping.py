@@ -57,6 +57,7 @@ class GracefulStop:
         self._busy = threading.Lock()
         self._query: Any = None
         self._stopper: threading.Thread | None = None
+        self._done: int | None = None  # the latest micro-batch the guard saw complete
 
     def install(self) -> GracefulStop:
         """Handle SIGTERM and SIGINT from now on (after Spark is up: PySpark sets its own SIGINT handler)."""
@@ -84,7 +85,9 @@ class GracefulStop:
             with self._busy:
                 if self.requested.is_set():
                     raise StopRequested()
-                return process(batch, batch_id)
+                out = process(batch, batch_id)
+                self._done = batch_id
+                return out
 
         return guarded
 
@@ -102,8 +105,15 @@ class GracefulStop:
 
     def _stop_query(self) -> None:
         with self._busy:  # the micro-batch in hand completes
-            pass
-        self._query.stop()
+            done = self._done
+        q = self._query
+        deadline = time.monotonic() + 120
+        while done is not None and q.isActive and time.monotonic() < deadline:
+            last = q.lastProgress  # reported once Spark has committed the batch's offsets
+            if last is not None and int(last["batchId"]) >= done:
+                break
+            time.sleep(0.1)
+        q.stop()
 
     def wait(self, query: Any) -> bool:
         """Until the query ends; True when it ended on a requested stop (a refused micro-batch included), else
