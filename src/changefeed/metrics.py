@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from .tso import to_datetime
+from .tso import physical_ms, to_datetime
 
 if TYPE_CHECKING:
     from .spark.apply import BatchReport
@@ -44,14 +44,15 @@ class ConsumerMetrics:
         self.measured_lag: float | None = None
         self._failed: str | None = None
         r = self.registry
-        self.g_applied = Gauge("changefeed_applied_commit_ts", "commit ts (TSO) every table is complete up to",
-                               registry=r)
+        # TSOs as their physical part in ms, as TiCDC's checkpoint_ts gauge: a float64 holds no whole TSO
+        self.g_applied = Gauge("changefeed_applied_commit_ts", "commit ts every table is complete up to "
+                               "(physical part, ms)", registry=r)
         Gauge("changefeed_applied_commit_time_seconds", "physical time of the applied commit ts (Unix seconds)",
               registry=r).set_function(lambda: commit_seconds(self.applied_ts) if self.applied_ts else 0.0)
         Gauge("changefeed_lag_seconds", "end-to-end lag: now minus the physical time of the applied commit ts",
               registry=r).set_function(self.lag)
-        self.g_watermark = Gauge("changefeed_partition_watermark", "latest watermark (commit ts) a partition "
-                                 "delivered", ["partition"], registry=r)
+        self.g_watermark = Gauge("changefeed_partition_watermark", "latest watermark a partition delivered "
+                                 "(commit ts, physical part, ms)", ["partition"], registry=r)
         self.c_changes = Counter("changefeed_changes_applied", "row changes taken in by applied micro-batches",
                                  registry=r)
         self.c_ddl = Counter("changefeed_ddl_applied", "DDL applied to the lake", registry=r)
@@ -80,9 +81,9 @@ class ConsumerMetrics:
     def seed(self, status: Mapping[str, Any]) -> None:
         """Where an earlier run left the lake (`status.lake_status`): the gauges start from there."""
         self.applied_ts = int(status.get("applied_ts") or 0)
-        self.g_applied.set(self.applied_ts)
+        self.g_applied.set(physical_ms(self.applied_ts))
         for k, v in (status.get("watermarks") or {}).items():
-            self.g_watermark.labels(k).set(v)
+            self.g_watermark.labels(k).set(physical_ms(v))
         self.g_tables.set(int(status.get("tables") or 0))
         for f in status.get("features") or []:
             self.g_feature.labels(f["table"], f["feature"]).set(1)
@@ -93,9 +94,9 @@ class ConsumerMetrics:
             self.measured_lag = lag
         if rep.applied_ts:
             self.applied_ts = rep.applied_ts
-            self.g_applied.set(rep.applied_ts)
+            self.g_applied.set(physical_ms(rep.applied_ts))
         for k, v in (getattr(rep, "watermarks", None) or {}).items():
-            self.g_watermark.labels(k).set(v)
+            self.g_watermark.labels(k).set(physical_ms(v))
         self.c_changes.inc(rep.rows_in)
         self.c_ddl.inc(rep.ddl_applied)
         self.c_dead.inc(rep.errors)

@@ -80,3 +80,24 @@ def test_verify_names_the_one_table_of_many_that_differs(spark, tmp_path: Path) 
     assert (t31.actual, t31.missing, t31.extra) == (t31.expected - 1, 1, 0)
     assert any("upstream only" in s and "n31-3" in s for s in t31.samples)
     assert not any(t.samples for t in rep.tables if t.ok)
+
+
+def test_a_stream_is_compared_at_the_applied_watermark(tmp_path: Path) -> None:
+    """`verify --against STREAM`: the upstream state up to the lake's applied watermark, and the changes past it
+    counted (a stream cut mid-transaction verifies at its last watermark)."""
+    from changefeed.spark.verify import stream_at
+
+    evs = _events()[:60]
+    folder = tmp_path / "s"
+    produce(tmp_path, f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2", evs)
+    uri = f"file://{folder}/t"
+    opts = {"enable-tidb-extension": "true"}
+    upto = evs[40].commit_ts
+    state, past = stream_at(uri, upto, "canal-json", opts)
+    assert past == sum(1 for e in evs if e.commit_ts > upto) > 0
+    want = final_state(evs, upto=upto)
+    assert {k: dict(v.rows) for k, v in state.tables.items()} == {k: dict(v.rows) for k, v in want.tables.items()}
+    everything, none_past = stream_at(uri, 0, "canal-json", opts)  # no watermark applied yet: all of it
+    assert none_past == 0
+    assert sum(len(v.rows) for v in everything.tables.values()) == \
+        sum(len(v.rows) for v in final_state(evs).tables.values())
