@@ -55,7 +55,7 @@ class Source:
             transport.close()
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "changefeed.cli", *args], capture_output=True, timeout=timeout)
 
 
@@ -96,14 +96,18 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
     lake, log = tmp_path / "lake", tmp_path / "consume.log"
     cp = lake / "_changefeed" / "checkpoint"
     port = _free_port()
-    src = Source(stream, rate=120)
     with open(log, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "changefeed.cli", "consume", "--from", stream, "--lake",
                                  str(lake), "--trigger", "processing-time=1 second", "--metrics-port", str(port)],
                                 stdout=subprocess.DEVNULL, stderr=err)
+    src: Source | None = None
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_for("a micro-batch with changes", lambda: any(r["rows"] for r in records(lake)), proc=proc, log=log)
+        # the source starts once Spark is up (the metrics server is), so the first micro-batch stays small
+        wait_for("the metrics server", lambda: "metrics on" in log.read_text(), timeout=600, proc=proc, log=log)
+        src = Source(stream, rate=60)
+        wait_for("a micro-batch with changes", lambda: any(r["rows"] for r in records(lake)), timeout=600, proc=proc,
+                 log=log)
 
         # /metrics while it runs, parsed: each figure is one the lake's progress records hold
         m = scrape(url)
@@ -124,14 +128,16 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
             assert r.status == 200 and r.read() == b"ok\n"
 
         # SIGTERM while a micro-batch runs (planned, not committed)
-        running = wait_for("a micro-batch in flight", lambda: in_flight(cp), proc=proc, log=log)
+        running = wait_for("a micro-batch in flight", lambda: in_flight(cp), timeout=600, proc=proc, log=log)
         os.kill(proc.pid, signal.SIGTERM)
-        rc = proc.wait(300)
+        rc = proc.wait(600)
     finally:
         if proc.poll() is None:
             proc.kill()
-        src.stop.set()
-        src.thread.join(60)
+        if src is not None:
+            src.stop.set()
+            src.thread.join(60)
+    assert src is not None
     text = log.read_text()
     assert rc == 0, text
     assert "SIGTERM: finishing the running micro-batch" in text
