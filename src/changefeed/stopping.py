@@ -47,6 +47,19 @@ class StopRequested(RuntimeError):
         super().__init__(STOP_MARK)
 
 
+def _quiet(batch: Any) -> None:
+    """Turn off Spark's and py4j's error logs of a micro-batch refused on a stop (its traceback is no failure)."""
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    try:
+        jvm = batch.sparkSession._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.execution.streaming", jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # noqa: BLE001 - only the logs are at stake
+        pass
+
+
 class GracefulStop:
     """Turns the first SIGTERM/SIGINT into a clean stop of a streaming query (and of `run`'s source), the
     second into an immediate exit."""
@@ -84,6 +97,7 @@ class GracefulStop:
         def guarded(batch: Any, batch_id: int) -> T:
             with self._busy:
                 if self.requested.is_set():
+                    _quiet(batch)  # the refusal ends the query as a stop, not as news
                     raise StopRequested()
                 out = process(batch, batch_id)
                 self._done = batch_id

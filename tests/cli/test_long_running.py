@@ -77,12 +77,15 @@ def records(lake: Path) -> list[dict]:
     return [orjson.loads(p.read_bytes()) for p in sorted(folder.glob("batch-*.json"))]
 
 
-def in_flight(cp: Path) -> int | None:
-    """A micro-batch Spark has planned (its offsets written) and not committed: one running now."""
-    offsets = {int(p.name) for p in (cp / "offsets").glob("[0-9]*")} if (cp / "offsets").is_dir() else set()
-    commits = {int(p.name) for p in (cp / "commits").glob("[0-9]*")} if (cp / "commits").is_dir() else set()
-    running = offsets - commits
-    return max(running) if running and commits else None
+def in_flight(lake: Path) -> int | None:
+    """A micro-batch the consumer is applying now: it recorded its changelog cutoff (its first write, before
+    the changelog append and the tables' commits), not yet its progress record."""
+    folder = lake / "_changefeed" / "progress"
+    try:
+        cut = orjson.loads((folder / "changelog-cutoff.json").read_bytes())["batch_id"]
+    except (OSError, ValueError):
+        return None
+    return None if (folder / f"batch-{cut:020d}.json").exists() else cut
 
 
 def scrape(url: str) -> dict[str, list]:
@@ -127,8 +130,8 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
         with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
             assert r.status == 200 and r.read() == b"ok\n"
 
-        # SIGTERM while a micro-batch runs (planned, not committed)
-        running = wait_for("a micro-batch in flight", lambda: in_flight(cp), timeout=600, proc=proc, log=log)
+        # SIGTERM while a micro-batch is being applied
+        running = wait_for("a micro-batch in flight", lambda: in_flight(lake), timeout=600, proc=proc, log=log)
         os.kill(proc.pid, signal.SIGTERM)
         rc = proc.wait(600)
     finally:
@@ -146,7 +149,7 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
     # the batch in hand completed: committed by Spark and recorded by the consumer
     assert (cp / "commits" / str(running)).exists()
     stopped = records(lake)
-    assert stopped[-1]["batch_id"] >= running
+    assert stopped[-1]["batch_id"] == running
     kept = {r["batch_id"]: (lake / "_changefeed" / "progress" / f"batch-{r['batch_id']:020d}.json").stat().st_mtime_ns
             for r in stopped}
     try:
