@@ -158,9 +158,13 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
     except urllib.error.URLError:
         pass
 
-    # a restart takes the rest of the stream and re-applies nothing
-    r = cli("consume", "--from", stream, "--lake", str(lake))
-    assert r.returncode == 0, r.stderr.decode()
+    # a restart takes the rest of the stream and re-applies nothing (the file source has no available-now: a
+    # batch Spark planned before the stop, refused, is all a first restart runs, as Spark's trigger-once does)
+    for _ in range(2):
+        r = cli("consume", "--from", stream, "--lake", str(lake))
+        assert r.returncode == 0, r.stderr.decode()
+        if sum(x["rows"] for x in records(lake)) >= src.rows:
+            break
     after = records(lake)
     assert [x["batch_id"] for x in after] == list(range(len(after)))
     assert after[len(stopped)]["batch_id"] == stopped[-1]["batch_id"] + 1
