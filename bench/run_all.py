@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--fresh-transactions", type=int, default=6000,
                     help="transactions of the freshness benchmark (`changefeed run --rate`; 0: leave out)")
     ap.add_argument("--fresh-rate", type=int, default=250, help="events/s the freshness benchmark's source sends")
+    ap.add_argument("--soak-minutes", type=float, default=10.0,
+                    help="minutes of the soak benchmark (`changefeed run --rate 250`; 0: leave out)")
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, one core used, {args.rows} rows")
@@ -64,6 +66,10 @@ def main() -> None:
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
         subprocess.run([sys.executable, str(Path(__file__).parent / "freshness.py"), "--transactions",
                         str(args.fresh_transactions), "--rate", str(args.fresh_rate)], check=True)
+    if args.soak_minutes > 0:  # a long run: lag, memory, files and log entries per table, first tenth vs last
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        subprocess.run([sys.executable, str(Path(__file__).parent / "soak.py"), "--minutes", str(args.soak_minutes),
+                        "--rate", "250"], check=True)
     print("baselines: encode = stdlib json / fastavro's own union resolution, building each message from scratch;")
     print("           decode = stdlib json.loads / fastavro schemaless_reader, without typed conversion;")
     print("           debezium = per-row values and schema with stdlib json (its decode rows have the same baseline)")

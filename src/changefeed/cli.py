@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -31,7 +31,14 @@ from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, wr
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
 from .spark.layout import LakeLayout, lake_path, schema_store
 from .spark.logs import spark_folder
+from .stopping import GracefulStop, jvm_ignores_sigterm
 from .workdir import open_checkpoint, open_folder, open_lake, replacing
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .metrics import ConsumerMetrics, MetricsServer
+    from .spark.apply import BatchReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -244,9 +251,13 @@ def consume(
     config: opt.Config = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
     wait_for_topic: opt.WaitForTopic = False,
+    metrics_port: opt.MetricsPort = None,
+    metrics_host: opt.MetricsHost = "127.0.0.1",
+    health_timeout: opt.HealthTimeout = 600.0,
     debug: opt.Debug = False,
 ) -> None:
-    """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
+    """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming).
+    SIGTERM or SIGINT: the running micro-batch completes, then the summary, exit 0 (again: stop at once)."""
     with reported(debug):
         from .spark.pipeline import apply_changes, read_changes
         from .spark.source import parse_source
@@ -260,26 +271,86 @@ def consume(
         if checkpoint:
             open_checkpoint(checkpoint)
         settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
-        spark = command_spark(master, spark_folder(lake), debug)
+        with jvm_ignores_sigterm():
+            spark = command_spark(master, spark_folder(lake), debug)
+        stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
+        metrics, server = _serve_metrics(spark, lake, metrics_port, metrics_host, health_timeout)
         totals = ConsumeTotals()  # the clock starts once Spark is up
         src = parse_source(base, settings)
-        while True:  # once more from the checkpoint when the query stopped while the brokers were away
-            changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
-                                   max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
-            query = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
-                                  watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=totals.batch,
-                                  table_features=table_features, changelog=changelog,
-                                  vacuum_retention_hours=vacuum_retention)
-            with src.watch() as watch:  # a broker that goes away is said, once
-                try:
-                    query.awaitTermination()  # type: ignore[union-attr]
-                    break
-                except Exception:
-                    if watch is None or not watch.saw_down:
-                        raise
-            src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
-            err.print("the query stopped while the brokers were away: resuming from its checkpoint", highlight=False)
+
+        def on_batch(r: BatchReport) -> None:
+            totals.batch(r)
+            if metrics is not None:
+                metrics.batch(r)
+
+        try:
+            while True:  # once more from the checkpoint when the query stopped while the brokers were away
+                changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
+                                       max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
+                query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
+                                           watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=on_batch,
+                                           table_features=table_features, changelog=changelog,
+                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard)
+                stop.attach(query)
+                if metrics is not None:
+                    metrics.query = query
+                with src.watch() as watch:  # a broker that goes away is said, once
+                    try:
+                        stopped = stop.wait(query)
+                        break
+                    except Exception:
+                        if watch is None or not watch.saw_down:
+                            raise
+                src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
+                err.print("the query stopped while the brokers were away: resuming from its checkpoint",
+                          highlight=False)
+        finally:
+            if server is not None:
+                server.close()
         totals.print_end(lake)
+        if stopped:
+            err.print(f"stopped on {stop.signal_name}: the micro-batch in hand completed; a restart goes on from "
+                      "there", highlight=False)
+
+
+def _serve_metrics(spark: SparkSession, lake: str, port: int | None, host: str,
+                   health_timeout: float) -> tuple[ConsumerMetrics | None, MetricsServer | None]:
+    """`--metrics-port`: served from the lake's last progress record on."""
+    if port is None:
+        return None, None
+    from .metrics import serve_metrics
+    from .status import delta_tables, lake_status, progress_records
+
+    status = lake_status(progress_records(lake, lambda: spark), delta_tables(lake))
+    metrics, server = serve_metrics(port, host, health_timeout, status)
+    if server is not None:
+        err.print(f"metrics on {server.address}/metrics, health on {server.address}/healthz", highlight=False)
+    return metrics, server
+
+
+@app.command()
+def status(
+    lake: Annotated[str, typer.Option("--lake", help="the lake changefeed consume writes")],
+    json: Annotated[bool, typer.Option("--json", help="one JSON object (the names of /metrics' figures)")] = False,
+    master: opt.Master = None,
+    debug: opt.Debug = False,
+) -> None:
+    """Where a consumer stands in a lake, from its progress records: applied commit ts, lag, watermarks, totals."""
+    with reported(debug):
+        import orjson
+
+        from .errors import ChangefeedError
+        from .status import delta_tables, lake_status, local_folder, progress_records, status_lines
+
+        folder = local_folder(lake)
+        if folder is not None and not folder.is_dir():
+            raise ChangefeedError(f"--lake {lake}: no such folder")
+        st = lake_status(progress_records(lake, lambda: command_spark(master)), delta_tables(lake))
+        if json:
+            sys.stdout.buffer.write(orjson.dumps(st, option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            for line in status_lines(st, lake):
+                print(line)
 
 
 @app.command()
@@ -307,9 +378,16 @@ def verify(
             from .mysql.uri import parse_mysql_uri
 
             expected, _ = live_state(parse_mysql_uri(against))
-        elif "://" in against:
+        elif "://" in against:  # compared at the lake's applied watermark, as TiCDC's consumer sees the stream
+            from .spark.verify import stream_at
+            from .status import applied_ts
+
             proto, opts = _codec_opts(against, protocol, option)
-            expected = expected_from(against, proto, opts)  # with the URI's TLS/SASL settings
+            upto = applied_ts(lake, lambda: command_spark(master))
+            expected, past = stream_at(against, upto, proto, opts)  # with the URI's TLS/SASL settings
+            if upto:
+                err.print(f"compared at the lake's applied watermark {upto}: {past:,} changes of the stream lie "
+                          "past it", highlight=False)
         else:
             expected = expected_from(against)
         rep = run_verify(command_spark(master, spark_folder(lake) if Path(lake).is_dir() else spark_folder(None),
@@ -412,9 +490,14 @@ def run(
     table_features: opt.TableFeatures = "auto",
     vacuum_retention: opt.VacuumRetention = None,
     fresh: opt.Fresh = True,
+    metrics_port: opt.MetricsPort = None,
+    metrics_host: opt.MetricsHost = "127.0.0.1",
+    health_timeout: opt.HealthTimeout = 600.0,
     debug: opt.Debug = False,
 ) -> None:
-    """The main job: source -> encoder -> transport -> Spark -> Delta tables -> verify, with a closing report."""
+    """The main job: source -> encoder -> transport -> Spark -> Delta tables -> verify, with a closing report.
+    SIGTERM or SIGINT: the source stops at a transaction boundary with a last watermark, what it sent is applied
+    and verified, exit 0 (again: stop at once)."""
     with reported(debug):
         from .job import RunOptions
         from .job import run as run_job
@@ -427,11 +510,19 @@ def run(
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
-        spark = command_spark(master, folder.claim("spark"), debug)  # before the bars: the JVM's output goes there
-        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                      console=err, transient=False) as bar:
-            hooks = RunBars(bar)
-            rep = run_job(spark, ro, hooks)
+        with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
+            spark = command_spark(master, folder.claim("spark"), debug)
+        stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
+        metrics, server = _serve_metrics(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
+        try:
+            with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                          console=err, transient=False) as bar:
+                hooks = RunBars(bar)
+                rep = run_job(spark, ro, hooks, stop=stop.requested,
+                              on_report=metrics.batch if metrics is not None else None)
+        finally:
+            if server is not None:
+                server.close()
         print_run(rep)
         if rep.verification is None or not rep.verification.ok:
             raise typer.Exit(1)

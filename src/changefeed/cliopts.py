@@ -72,3 +72,9 @@ def run_codec_options(protocol: str, option: list[str] | None,
         sep = "&" if "?" in sink_uri else "?"
         sink_uri += sep + "&".join([f"protocol={protocol}", *(f"{k}={v}" for k, v in opts_.items())])
     return opts_, sink_uri
+
+# long-running consumers (consume, run): metrics.py
+MetricsPort = Annotated[int | None, typer.Option(help="serve Prometheus /metrics and /healthz on this port")]
+MetricsHost = Annotated[str, typer.Option(help="the address --metrics-port binds (0.0.0.0: every interface)")]
+HealthTimeout = Annotated[float, typer.Option(help="/healthz answers 503 after this many seconds without a "
+                                                   "completed micro-batch")]

@@ -79,6 +79,7 @@ class RunReport:
     verification: VerifyReport | None = None
     chart: Path | None = None
     expected: Path | None = None
+    stopped: str | None = None  # why the source stopped before its end (a signal), if it did
 
     @property
     def lags(self) -> list[float]:
@@ -169,16 +170,24 @@ class _Sent:
 
 
 def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunReport, sent: _Sent,
-            on_progress: Callable[[int], None], t0: float, config: str | None = None) -> None:
+            on_progress: Callable[[int], None], t0: float, config: str | None = None,
+            stop: threading.Event | None = None) -> None:
+    """Send the source's events; once `stop` is set, stop at the next transaction boundary (a new commit ts),
+    and close with a last watermark: the stream is then complete up to what it holds."""
     from .produce import open_producer
 
     producer, transport, _ = open_producer(sink_uri, config, ddl_to_all_partitions=True,
                                            watermark_interval_ms=opts.watermark_interval_ms)
     start = time.monotonic()
     last_note = 0.0
+    last_ts: int | None = None
     try:
         for ev in events:
+            if stop is not None and stop.is_set() and ev.commit_ts != last_ts:
+                rep.stopped = f"the source stopped on request after {producer.events:,} events"
+                break
             producer.send(ev)
+            last_ts = ev.commit_ts
             now = time.monotonic()
             if opts.rate and producer.events > opts.rate * (now - start):
                 time.sleep(producer.events / opts.rate - (now - start))  # a live source's pace
@@ -201,8 +210,11 @@ def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunRe
 RUN_ENTRIES = ("stream", "lake", "expected.jsonl", "run-report.png", "changefeed.toml")
 
 
-def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> RunReport:
-    """Produce, consume and verify; the report says how fast and whether the lake equals upstream."""
+def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop: threading.Event | None = None,
+        on_report: Callable[[BatchReport, float | None], None] | None = None) -> RunReport:
+    """Produce, consume and verify; the report says how fast and whether the lake equals upstream. `stop`: set,
+    the source stops at a transaction boundary, the consumer applies what it sent, and that is verified.
+    `on_report`: each micro-batch's report and the lag measured (metrics)."""
     from .sinkconfig import codec_options
     from .spark.layout import LakeLayout, schema_store
     from .spark.pipeline import apply_changes, read_changes
@@ -234,7 +246,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
 
     def producer_thread() -> None:
         try:
-            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0, config)
+            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0, config, stop)
         except BaseException as e:  # reported by the main thread
             failure.append(e)
 
@@ -249,6 +261,8 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         at = sent.when(upto) if upto else None
         rep.samples.append(Sample(now, rep.events or 0, rep.changes, None if at is None else max(0.0, now - at)))
         hooks.batch(b, rep.changes, rep.samples[-1].lag)
+        if on_report is not None:
+            on_report(b, rep.samples[-1].lag)
 
     from .sinkconfig import kafka_settings
 
@@ -280,7 +294,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     if query.exception() is not None:
         raise query.exception()
     rep.consume_seconds = time.monotonic() - consume_start
-    state = state_box[0]
+    state = state_box[0] if state_box else sent_state(opts, rep, sink_uri)
     rep.expected = opts.work / "expected.jsonl"
     with open(rep.expected, "wb") as f:
         f.writelines(expected_lines(state))
@@ -292,6 +306,21 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     rep.samples.append(Sample(rep.seconds, rep.events, rep.changes, rep.samples[-1].lag if rep.samples else None))
     rep.chart = chart(rep, sent, opts.work / "run-report.png")
     return rep
+
+
+def sent_state(opts: RunOptions, rep: RunReport, sink_uri: str) -> UpstreamState:
+    """The upstream state after the events a stopped source sent: its first events again (a workload or a file
+    gives the same ones), or, from a live server, the stream as the consumer reads it."""
+    from itertools import islice
+
+    from .mysql.uri import is_mysql_uri
+    from .upstream import final_state
+
+    if is_mysql_uri(opts.source):
+        from .spark.verify import events_from_stream
+
+        return final_state(events_from_stream(sink_uri))
+    return final_state(islice(source_events(opts, []), rep.events))
 
 
 def chart(rep: RunReport, sent: _Sent, path: Path) -> Path:

@@ -122,6 +122,9 @@ def print_run(rep: object) -> None:
                   f"{rep.expected} ({rep.verify_seconds:.1f} s)")
     for line in rep.upgrades:
         t.add_row("  feature", "", "", line)
+    if rep.stopped:
+        t.add_row("stopped", "", "", f"{rep.stopped}, at a transaction boundary with a last watermark; "
+                  "verified against what it sent")
     t.add_row("total", f"{rep.seconds:.1f} s", "", f"chart: {rep.chart}")
     Console().print(t)
     if v is not None:

@@ -125,7 +125,10 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None,
                   traits: StreamTraits | None = None, vacuum_retention_hours: float | None = None,
-                  compact: bool = True) -> StreamingQuery | BatchReport:
+                  compact: bool = True,
+                  batch_guard: Callable[[Callable[[DataFrame, int], BatchReport]],
+                                        Callable[[DataFrame, int], BatchReport]] | None = None,
+                  ) -> StreamingQuery | BatchReport:
     """Keep the Delta tables under `target` (a lake folder: `<target>/<database>/<table>`, layout.py) in step with
     `changes`. A streaming DataFrame starts a query (returned; `checkpoint` is required); a batch one is
     applied at once (returns its report). `table_features`: "auto" turns on Delta's column mapping or type
@@ -137,7 +140,9 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
     `read_changes` gave `changes` (a DataFrame made from them needs them given).
     `vacuum_retention_hours`: VACUUM the consumer's tables after micro-batches, with that retention (None: never);
-    `compact`: compact small files (Delta's auto compaction, the changelog's): see `apply.maintenance`."""
+    `compact`: compact small files (Delta's auto compaction, the changelog's): see `apply.maintenance`.
+    `batch_guard`: wraps the streaming query's micro-batch function (`stopping.GracefulStop.guard`: a stop on
+    a signal lets the batch in hand complete)."""
     stream = _carried(changes)
     target = lake_path(target)
     checkpoint = lake_path(checkpoint) if checkpoint else checkpoint
@@ -176,9 +181,9 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
             finally:
                 batch.unpersist()
 
-        w = stream.raw.writeStream.foreachBatch(from_raw)
+        w = stream.raw.writeStream.foreachBatch(batch_guard(from_raw) if batch_guard else from_raw)
     else:
-        w = changes.writeStream.foreachBatch(applier.process)
+        w = changes.writeStream.foreachBatch(batch_guard(applier.process) if batch_guard else applier.process)
     w = w.option("checkpointLocation", checkpoint)
     if trigger == "available-now":
         w = w.trigger(availableNow=True)

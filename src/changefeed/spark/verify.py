@@ -105,65 +105,131 @@ def expected_frame(spark: SparkSession, st: Any, json_as_variant: bool = False) 
     t = st.table
     names = [c.name for c in t.columns]
     conv = [text_of(c.type) for c in t.columns]
-    data = [[f(r.get(n)) for n, f in zip(names, conv, strict=True)] for r in st.rows.values()]
+    import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    rows = list(st.rows.values())
+    # as Arrow: a local relation on the JVM (Python rows would be an RDD read back through a Python worker per
+    # task, the slowest part of verifying many small tables)
+    data = pa.table({f"c{i}": pa.array([f(r.get(n)) for r in rows], pa.string())
+                     for i, (n, f) in enumerate(zip(names, conv, strict=True))}) if names else None
     cols = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
-    text = spark.createDataFrame(data, cols)
+    text = spark.createDataFrame(data, cols) if data is not None else spark.createDataFrame([[]] * len(rows), cols)
     schema = table_schema(t, json_as_variant=json_as_variant)
     return text.select(*[typed(F.col(f"c{i}"), c.type, json_as_variant=json_as_variant).cast(schema[i].dataType)
                          .alias(c.name) for i, c in enumerate(t.columns)])
 
 
-def _checksum(df: DataFrame) -> int:
+def _read_table(store: Any, path: str) -> DataFrame:
+    """A table of the lake: a plain local table (no column mapping, deletion vectors, partitions...) straight
+    from the Parquet files its log lists (read on the driver by delta-rs); any other through Delta. Delta's
+    reader rebuilds each table's snapshot with Spark jobs of its own (four or five a table, measured), which over
+    a thousand tables cost more than the comparison itself."""
+    import json
+    from urllib.parse import unquote
+
+    from pyspark.sql import types as T
+
+    plain = None
+    if store.logs.local(path) is not None:
+        try:
+            tf = store.logs.files(path)
+            plain = tf if tf.refused is None and tf.files else None
+        except Exception:  # noqa: BLE001 - delta-rs cannot read it: Delta's reader says why, if anything
+            plain = None
+    if plain is None:
+        return store.read(path)
+    schema = T.StructType.fromJson(json.loads(plain.schema_json))
+    # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for more
+    # than 32 paths)
+    with store.session_conf("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000"):
+        return store.spark.read.schema(schema).parquet(*[f"{path}/{unquote(rel)}" for rel in plain.files])
+
+
+def _hashes(df: DataFrame, i: int, side: str) -> DataFrame:
+    """A table's rows as (its index, which side, the row's hash): every table's rows in one relation, so one
+    aggregation (one shuffle) sums them all."""
     from pyspark.sql import functions as F
 
-    if not df.columns:
-        return 0
-    v = df.select(F.sum(F.xxhash64(*[F.col(q(c)) for c in df.columns]).cast("decimal(38,0)"))).collect()[0][0]
-    return int(v or 0) % (1 << 64)
+    h = F.xxhash64(*[F.col(q(c)) for c in df.columns]) if df.columns else F.lit(0).cast("long")
+    return df.select(F.lit(i).alias("i"), F.lit(side).alias("side"), h.alias("h"))
 
 
-def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5) -> VerifyReport:
+def _union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames as one, unioned as a balanced tree (a chain of a thousand unions is slow to analyse)."""
+    while len(frames) > 1:
+        frames = [frames[k].union(frames[k + 1]) if k + 1 < len(frames) else frames[k]
+                  for k in range(0, len(frames), 2)]
+    return frames[0]
+
+
+def _summaries(frames: list[DataFrame], chunk: int) -> dict[tuple[int, str], tuple[int, int]]:
+    """(index, side) -> (rows, checksum: the sum of the row hashes, so the same multiset of rows in any order
+    gives the same sum) of every table, one aggregation per `chunk` frames. A table without rows has no
+    entry."""
+    from pyspark.sql import functions as F
+
+    out: dict[tuple[int, str], tuple[int, int]] = {}
+    for k in range(0, len(frames), chunk):
+        agg = _union_all(frames[k:k + chunk]).groupBy("i", "side").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.col("h").cast("decimal(38,0)")).alias("h"))
+        for r in agg.collect():
+            out[(r["i"], r["side"])] = (int(r["n"]), int(r["h"] or 0) % (1 << 64))
+    return out
+
+
+def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5,
+           chunk: int = 500) -> VerifyReport:
+    """Every table's count and checksum on both sides in one pass (one aggregation per `chunk` tables, however many
+    tables), then the rows that differ only for the tables whose count, checksum or columns differ."""
     from ..spark.apply import ChangeApplier
 
     lake = lake_path(lake)
     probe = ChangeApplier(spark, lake)
     checks: list[TableCheck] = []
+    frames: list[DataFrame] = []
+    compare: dict[int, tuple[DataFrame, DataFrame]] = {}
     expected_paths = set()
-    for (db, name), st in sorted(expected.tables.items()):
+    for i, ((db, name), st) in enumerate(sorted(expected.tables.items())):
         path = probe.path(db, name)
         expected_paths.add(path)
         exp = expected_frame(spark, st)
-        check = TableCheck(f"{db}.{name}", len(st.rows), None, expected_checksum=_checksum(exp))
-        checks.append(check)
+        checks.append(TableCheck(f"{db}.{name}", len(st.rows), None))
+        frames.append(_hashes(exp, i, "upstream"))
         if not probe.exists(path):
-            check.problem = f"no Delta table at {path}"
+            checks[i].problem = f"no Delta table at {path}"
             continue
-        lake_df = spark.read.format("delta").load(path)
+        lake_df = _read_table(probe.store, path)
         if END_AT in lake_df.columns:
             lake_df = lake_df.where(f"{q(END_AT)} IS NULL").drop(START_AT, END_AT)
         if set(lake_df.columns) != set(exp.columns):
-            check.actual = lake_df.count()
-            check.problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
+            checks[i].problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
+            frames.append(_hashes(lake_df.select(), i, "lake"))
             continue
-        lake_df = lake_df.select(*[q(c) for c in exp.columns])
-        exp = exp.select(*[q(f.name) for f in exp.schema.fields])
         lake_df = lake_df.select(*[lake_df[q(f.name)].cast(f.dataType).alias(f.name) for f in exp.schema.fields])
-        check.actual = lake_df.count()
-        check.actual_checksum = _checksum(lake_df)
-        missing = exp.exceptAll(lake_df)
-        extra = lake_df.exceptAll(exp)
-        check.missing = missing.count()
-        check.extra = extra.count()
-        for label, df in (("upstream only", missing), ("lake only", extra)):
-            for r in df.limit(samples).collect():
-                check.samples.append(f"{label}: {r.asDict()}")
+        frames.append(_hashes(lake_df, i, "lake"))
+        compare[i] = (exp, lake_df)
     # tables the lake holds that upstream does not (dropped upstream, or never there)
-    fs_paths = _lake_tables(spark, lake)
-    for path in sorted(set(fs_paths) - expected_paths):
-        n = spark.read.format("delta").load(path).count()
+    extra_paths = sorted(set(_lake_tables(spark, lake)) - expected_paths)
+    for j, path in enumerate(extra_paths, start=len(checks)):
+        frames.append(_hashes(spark.read.format("delta").load(path).select(), j, "lake"))
+    got = _summaries(frames, chunk) if frames else {}
+    for i, check in enumerate(checks):
+        check.expected_checksum = got.get((i, "upstream"), (0, 0))[1]
+        if i in compare or check.problem is None or not check.problem.startswith("no Delta table"):
+            check.actual, check.actual_checksum = got.get((i, "lake"), (0, 0))
+        if i in compare and (check.actual != check.expected or check.actual_checksum != check.expected_checksum):
+            exp, lake_df = compare[i]  # only here: the rows that differ
+            missing = exp.exceptAll(lake_df)
+            extra = lake_df.exceptAll(exp)
+            check.missing = missing.count()
+            check.extra = extra.count()
+            for label, df in (("upstream only", missing), ("lake only", extra)):
+                for r in df.limit(samples).collect():
+                    check.samples.append(f"{label}: {r.asDict()}")
+    for j, path in enumerate(extra_paths, start=len(checks)):
+        n = got.get((j, "lake"), (0, 0))[0]
         checks.append(TableCheck(path[len(lake) + 1:].replace("/", "."), 0, n, extra=n,
                                  problem="a table upstream does not have"))
     return VerifyReport(checks)
@@ -185,6 +251,17 @@ def _lake_tables(spark: SparkSession, lake: str) -> list[str]:
             if t.isDirectory() and fs.exists(jvm.org.apache.hadoop.fs.Path(t.getPath(), "_delta_log")):
                 out.append(layout.table(name, t.getPath().getName()))
     return out
+
+
+def stream_at(against: str, upto: int | None, protocol: str | None = None,
+              options: dict[str, str] | None = None) -> tuple[UpstreamState, int]:
+    """The upstream state of a stream up to commit ts `upto` (the lake's applied watermark: what TiCDC's
+    consumer would have applied), and how many of its changes (rows and DDL) lie past it."""
+    events = events_from_stream(against, protocol, options)
+    if not upto:
+        return final_state(events), 0
+    past = sum(1 for ev in events if ev.commit_ts > upto and ev.kind is not Kind.WATERMARK)
+    return final_state(events, upto=upto), past
 
 
 def expected_from(against: str, protocol: str | None = None, options: dict[str, str] | None = None) -> UpstreamState:

@@ -176,6 +176,8 @@ class ChangeApplier:
         self.upkeep.after_batch(self.bronze, self.store.known_tables())
         lap("maintenance")
         rep.applied_ts = st.applied_ts
+        rep.watermarks = dict(st.watermarks)
+        rep.known_tables = len(self.catalog.defs)
         rep.upgrades, self.ddl.upgrades = self.ddl.upgrades, []
         self.progress.save(batch_id, st, rep)
         self.lease.renew()

@@ -80,6 +80,8 @@ class BatchReport:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step, for reports and benchmarks
     upgrades: list[features.Upgrade] = field(default_factory=list)  # Delta features a DDL turned on
+    watermarks: dict[str, int] = field(default_factory=dict)  # per partition, after the batch (metrics)
+    known_tables: int = 0  # tables the consumer knows a definition of, after the batch (metrics, status)
 
     def count(self, agg: Sequence[Mapping[str, Any]]) -> None:
         """The batch's changes and errors, and its latest commit ts, from its first job's counts (per kind,
@@ -110,7 +112,7 @@ def progress_record(batch_id: int, state: ConsumerState, rep: BatchReport, at_ms
     return {"batch_id": batch_id, "applied_ts": state.applied_ts, "watermarks": state.watermarks,
             "rows": rep.rows_in, "errors": rep.errors, "at_ms": at_ms, "floors": state.floors,
             "ddl_ts": state.ddl_ts, "held": {str(b): list(v) for b, v in state.key_held.items()},
-            "key_floors": state.key_floors,
+            "key_floors": state.key_floors, "ddl": rep.ddl_applied, "tables": rep.known_tables,
             "upgrades": [{"table": u.table, "feature": u.feature, "ddl": u.ddl, "commit_ts": u.commit_ts}
                          for u in rep.upgrades],
             "seconds": {k: round(v, 3) for k, v in rep.phases.items()}}
