@@ -28,7 +28,7 @@ from .errors import DecodeError
 from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
-from .spark.layout import LakeLayout, schema_store
+from .spark.layout import LakeLayout, lake_path, schema_store
 from .workdir import open_checkpoint, open_folder, open_lake, output_file
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -207,6 +207,8 @@ def consume(
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
     master: opt.Master = None,
+    conf: opt.SparkConf = None,
+    config: opt.SparkConfig = None,
     debug: opt.Debug = False,
 ) -> None:
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming)."""
@@ -215,11 +217,13 @@ def consume(
 
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
+        lake = lake_path(lake)  # one spelling of a local path (file:///x is /x); s3a://... as given
+        checkpoint = lake_path(checkpoint) if checkpoint else None
         cp = checkpoint or LakeLayout(lake).checkpoint
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
-        spark = command_spark(master)
+        spark = command_spark(master, conf, config)
         totals = ConsumeTotals()  # the clock starts once Spark is up
         changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
                                max_records_per_trigger=max_records_per_trigger)
@@ -238,6 +242,8 @@ def verify(
     protocol: Annotated[str | None, typer.Option("--protocol", "-p", help="the stream's protocol")] = None,
     option: opt.CodecOptions = None,
     master: Annotated[str | None, typer.Option(help="Spark master")] = None,
+    conf: opt.SparkConf = None,
+    config: opt.SparkConfig = None,
     debug: opt.Debug = False,
 ) -> None:
     """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
@@ -256,7 +262,7 @@ def verify(
             expected = expected_from(against.split("?", 1)[0], proto, opts)
         else:
             expected = expected_from(against)
-        rep = run_verify(command_spark(master), lake, expected)
+        rep = run_verify(command_spark(master, conf, config), lake_path(lake), expected)
         print_verify(rep, f"{lake} against {no_password(against)}")
         if not rep.ok:
             raise typer.Exit(1)
@@ -347,10 +353,12 @@ def run(
     transactions: opt.RunTransactions = 1000,
     seed: opt.RunSeed = 1,
     work: opt.Work = Path("changefeed-run"),
+    lake: opt.RunLake = None,
     scd: opt.RunScd = 1,
     config: opt.Config = None,
     max_records_per_trigger: opt.MaxRecords = None,
     master: opt.Master = None,
+    conf: opt.SparkConf = None,
     rate: opt.Rate = None,
     table_features: opt.TableFeatures = "auto",
     fresh: opt.Fresh = True,
@@ -364,14 +372,17 @@ def run(
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
-                        max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features)
+                        max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features,
+                        lake_uri=lake_path(lake) if lake else None, fresh=fresh)
+        if lake:
+            open_lake(ro.lake_uri or lake)  # a local lake: refused, in one line, when it holds the user's files
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       console=err, transient=False) as bar:
             hooks = RunBars(bar)
-            rep = run_job(command_spark(master), ro, hooks)
+            rep = run_job(command_spark(master, conf, config), ro, hooks)
         print_run(rep)
         if rep.verification is None or not rep.verification.ok:
             raise typer.Exit(1)

@@ -57,12 +57,13 @@ def spark_reason(e: Exception) -> str:
     return line.strip()
 
 
-def command_spark(master: str | None) -> SparkSession:
-    """The session a command runs on (the active one, else a new one), with Spark's log down to errors: a
-    failure is reported in one line by `reported`."""
+def command_spark(master: str | None, conf: list[str] | None = None, config: Path | None = None) -> SparkSession:
+    """The session a command runs on (the active one, else a new one), with the user's settings (`--conf`, the
+    TOML's `[spark]`), with Spark's log down to errors: a failure is reported in one line by `reported`."""
     from .spark import spark_session
+    from .spark.settings import user_settings
 
-    spark = spark_session(master)
+    spark = spark_session(master, conf=user_settings(conf, config))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
 from .eventline import EventReader, EventWriter, read_lines
 from .model import Event
 from .traits import stream_traits
@@ -44,10 +45,17 @@ class RunOptions:
     table_features: str = "auto"  # auto | minimal (spark/table_features.py)
     watermark_interval_ms: int = 100  # of commit time
     config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
+    lake_uri: str | None = None  # the lake where the user keeps it (a folder, s3a://...); None: <work>/lake
+    fresh: bool = True  # --fresh: a lake of the user's (lake_uri) must not hold an earlier run's tables
 
     @property
     def lake(self) -> Path:
         return self.work / "lake"
+
+    @property
+    def lake_location(self) -> str:
+        """Where the run's lake is: the user's --lake, else the work folder's."""
+        return self.lake_uri or str(self.lake.resolve())
 
 
 @dataclass
@@ -215,7 +223,9 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     for name in RUN_ENTRIES:
         work.claim(name, "--work")
     config, consume_uri = table_topics(sink_uri, protocol, opts)
-    lake = str(opts.lake.resolve())
+    lake = opts.lake_location
+    if opts.lake_uri and opts.fresh:
+        _fresh_lake(spark, lake)
     cp = LakeLayout(lake).checkpoint
     t0 = time.monotonic()
     sent = _Sent()
@@ -288,6 +298,18 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
     rep.samples.append(Sample(rep.seconds, rep.events, rep.changes, rep.samples[-1].lag if rep.samples else None))
     rep.chart = chart(rep, sent, opts.work / "run-report.png")
     return rep
+
+
+def _fresh_lake(spark: SparkSession, lake: str) -> None:
+    """A fresh run on a lake of the user's: refused when an earlier consumer's state is there (its checkpoint
+    would resume, against a stream made anew). changefeed never deletes a lake it was given."""
+    from .spark.layout import LakeLayout
+
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(LakeLayout(lake).meta)
+    if p.getFileSystem(spark._jsc.hadoopConfiguration()).exists(p):  # type: ignore[attr-defined]
+        raise ConfigError(f"--lake {lake} already holds a consumer's tables and checkpoint: give a new path, or "
+                          "--resume to go on from them (changefeed does not delete a lake it was given)")
 
 
 def chart(rep: RunReport, sent: _Sent, path: Path) -> Path:

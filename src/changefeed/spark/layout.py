@@ -58,6 +58,23 @@ class LakeLayout:
         return f"{self.lake}/{database}/{table}"
 
 
+def lake_path(path: str) -> str:
+    """A lake or checkpoint path as the consumer spells it everywhere: a `file:` URI (`file:/abs`, `file:///abs`)
+    as the absolute path it names, so that Delta sees one spelling of a table (a `file:///` URI against the
+    `file:/` Spark makes of it was DELTA_AMBIGUOUS_PATHS_IN_CREATE_TABLE); a path without a scheme (`/abs`,
+    `rel/`: Hadoop's default file system) and any other URI (s3a://bucket/path, hdfs://) as given, without a
+    trailing `/`."""
+    import os
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(path)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return os.path.abspath(unquote(u.path) or "/")
+    if u.scheme and "://" in path:
+        return path.rstrip("/") if path.rstrip("/") != f"{u.scheme}:/" else path
+    return path.rstrip("/") or "/"
+
+
 def schema_store(checkpoint: str) -> str:
     """Where the decoders keep the schemas they learned, inside the Spark checkpoint."""
     return f"{checkpoint}/schemas"
