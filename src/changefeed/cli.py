@@ -29,6 +29,7 @@ from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
 from .spark.layout import LakeLayout, lake_path, schema_store
+from .spark.objectstore import check_store
 from .workdir import open_checkpoint, open_folder, open_lake, output_file
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -224,6 +225,9 @@ def consume(
         if checkpoint:
             open_checkpoint(checkpoint)
         spark = command_spark(master, conf, config)
+        check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
+        if checkpoint:
+            check_store(spark, checkpoint, "--checkpoint")
         totals = ConsumeTotals()  # the clock starts once Spark is up
         changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
                                max_records_per_trigger=max_records_per_trigger)
@@ -262,7 +266,9 @@ def verify(
             expected = expected_from(against.split("?", 1)[0], proto, opts)
         else:
             expected = expected_from(against)
-        rep = run_verify(command_spark(master, conf, config), lake_path(lake), expected)
+        spark = command_spark(master, conf, config)
+        check_store(spark, lake_path(lake))
+        rep = run_verify(spark, lake_path(lake), expected)
         print_verify(rep, f"{lake} against {no_password(against)}")
         if not rep.ok:
             raise typer.Exit(1)

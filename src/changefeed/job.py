@@ -224,8 +224,12 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None) -> Ru
         work.claim(name, "--work")
     config, consume_uri = table_topics(sink_uri, protocol, opts)
     lake = opts.lake_location
-    if opts.lake_uri and opts.fresh:
-        _fresh_lake(spark, lake)
+    if opts.lake_uri:
+        from .spark.objectstore import check_store
+
+        check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
+        if opts.fresh:
+            _fresh_lake(spark, lake)
     cp = LakeLayout(lake).checkpoint
     t0 = time.monotonic()
     sent = _Sent()

@@ -106,3 +106,33 @@ def prepare_checkpoint(spark: SparkSession, checkpoint: str) -> None:
     """A checkpoint on S3: Spark's FileSystem-based checkpoint file manager, unless the user set one."""
     if is_s3(checkpoint) and spark.conf.get(CHECKPOINT_MANAGER, None) in (None, ""):
         spark.conf.set(CHECKPOINT_MANAGER, FS_MANAGER)
+
+
+def _root_cause(e: BaseException) -> str:
+    """The innermost Java cause of a py4j error, as `Class: first line` (else the Python error's first line)."""
+    j = getattr(e, "java_exception", None)
+    if j is None:
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    while j.getCause() is not None and j.getCause() != j:
+        j = j.getCause()
+    name = str(j.getClass().getSimpleName())
+    text = (str(j.getMessage() or "").strip().splitlines() or [""])[0]
+    return f"{name}: {text[:300]}" if text else name
+
+
+def check_store(spark: SparkSession, path: str, option: str = "--lake") -> None:
+    """Reach the store of a path on another file system than the local one before any work starts: a wrong
+    endpoint, bad credentials or a missing bucket is one line that names the store, not a JVM stack trace
+    minutes into the run."""
+    from ..errors import StorageError
+
+    if "://" not in path or path.startswith("file:"):
+        return
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    try:
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        p.getFileSystem(_hadoop(spark)).exists(p)
+    except Exception as e:  # noqa: BLE001 - py4j carries the store's answer
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise
+        raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None
