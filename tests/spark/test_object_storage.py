@@ -51,7 +51,8 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
                    check=True, cwd=ROOT, capture_output=True)
     key = f"kill-{time.time_ns()}"
     lake = s3_store.url(key) + "/"  # a trailing / is the same lake
-    consume = [*CLI, "consume", "--from", f"file://{folder}/t", "--lake", lake, "--max-records-per-trigger", "40",
+    consume = [*CLI, "consume", "--from", f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true",
+               "--lake", lake, "--max-records-per-trigger", "40",
                *s3_store.conf_args()]
     for kill in range(3):
         before = _progress(s3_store, key)
