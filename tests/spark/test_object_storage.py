@@ -23,15 +23,17 @@ from ..conftest import ROOT
 CLI = [sys.executable, "-m", "changefeed.cli"]
 
 
-def _progress(s3_store, lake_key: str) -> int:
-    """Progress records the consumer has written (one per committed micro-batch), read over the S3 API."""
+def _commits(s3_store, lake_key: str) -> int:
+    """Delta commits and progress records in the lake (tables, changelog, dead letters), read over the S3 API:
+    it grows with every commit the consumer makes inside a micro-batch, not only at its end."""
+    import re
+
     from pyarrow import fs
 
     s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
                          endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
-    infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{lake_key}/_changefeed/progress",
-                                             allow_not_found=True))
-    return sum(1 for i in infos if i.base_name.startswith("batch-"))
+    infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{lake_key}", recursive=True, allow_not_found=True))
+    return sum(1 for i in infos if re.fullmatch(r"\d{20}\.json|batch-\d+\.json", i.base_name))
 
 
 def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_it(spark, s3_store,
@@ -41,7 +43,7 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
     for k, v in s3_store.conf().items():  # the test's own session reads the lake too (to compare with delta-rs)
         spark._jsc.hadoopConfiguration().set(k.removeprefix("spark.hadoop."), v)
 
-    events = list(generate(seed=31, transactions=120))
+    events = list(generate(seed=31, transactions=80))
     lines = tmp_path / "events.jsonl"
     w = EventWriter()
     lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
@@ -52,19 +54,19 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
     key = f"kill-{time.time_ns()}"
     lake = s3_store.url(key) + "/"  # a trailing / is the same lake
     consume = [*CLI, "consume", "--from", f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true",
-               "--lake", lake, "--max-records-per-trigger", "40",
+               "--lake", lake, "--max-records-per-trigger", "60",
                *s3_store.conf_args()]
-    for kill in range(3):
-        before = _progress(s3_store, key)
+    for kill in range(3):  # each time once the lake has moved on: inside a micro-batch, between its commits
+        before = _commits(s3_store, key)
         proc = subprocess.Popen([*consume, "--trigger", "processing-time=1 second"], cwd=ROOT, env=s3_store.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
         try:
-            while _progress(s3_store, key) <= before:
+            while _commits(s3_store, key) <= before:
                 assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, f"kill {kill + 1}: no new batch on S3 within 300 s"
-                time.sleep(0.3)
-            time.sleep(0.7 * kill)  # at a different point of a later batch each time
+                assert time.monotonic() < deadline, f"kill {kill + 1}: no new commit on S3 within 300 s"
+                time.sleep(0.2)
+            time.sleep(0.5 * kill)  # at a different point each time
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
