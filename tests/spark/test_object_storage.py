@@ -114,3 +114,23 @@ def test_a_store_that_cannot_be_reached_is_one_line_naming_it(spark, s3_store, t
         check_store(spark, "s3a://nowhere/lake")
     assert str(e.value).startswith("cannot reach s3a://nowhere (--lake s3a://nowhere/lake): ")
     assert "\n" not in str(e.value)
+
+
+def test_a_file_uri_lake_is_the_same_lake_as_its_path(spark, tmp_path: Path) -> None:
+    """`--lake file:///abs` as a user copies it: was DELTA_AMBIGUOUS_PATHS_IN_CREATE_TABLE on the first batch."""
+    from changefeed.spark.pipeline import apply_changes, read_changes
+    from changefeed.spark.verify import verify
+
+    events = list(generate(seed=5, transactions=20))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    uri = f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true&partition-num=1"
+    subprocess.run([*CLI, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    lake = f"file://{tmp_path}/lake/"
+    changes = read_changes(spark, f"file://{tmp_path}/s/t", "canal-json", {"enable-tidb-extension": "true"},
+                           schema_store=str(tmp_path / "lake/_schemas"))
+    apply_changes(changes, lake, checkpoint=f"file://{tmp_path}/cp").awaitTermination()
+    rep = verify(spark, str(tmp_path / "lake"), final_state(events))
+    assert rep.ok, [(t.name, t.expected, t.actual, t.problem) for t in rep.tables if not t.ok]

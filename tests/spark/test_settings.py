@@ -79,3 +79,12 @@ def test_a_conf_value_reaches_the_session(spark) -> None:
         assert s.conf.get(key) == "7"
     finally:
         spark.conf.set(key, was)
+
+
+def test_every_spelling_of_a_lake_path_is_one_path() -> None:
+    from changefeed.spark.layout import lake_path
+
+    assert lake_path("file:///data/lake/") == lake_path("file:/data/lake") == lake_path("/data/lake/") == "/data/lake"
+    assert lake_path("file://localhost/data/my%20lake") == "/data/my lake"
+    assert lake_path("s3a://bucket/lake/") == "s3a://bucket/lake"
+    assert lake_path("rel/lake/") == "rel/lake"  # Hadoop's default file system resolves it, as before

@@ -18,6 +18,7 @@ from .avro_jvm import decode_avro
 from .canal_jvm import decode_canal
 from .cluster import preflight
 from .decode import decode
+from .layout import lake_path
 from .objectstore import SchemaFolder, prepare_checkpoint, schema_folder
 from .source import Source, parse_source, read_raw
 from .table_features import check_mode
@@ -132,6 +133,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
     `read_changes` gave `changes` (a DataFrame made from them needs them given)."""
     stream = _carried(changes)
+    target = lake_path(target)  # one spelling of a local lake (file:///x is /x): Delta compares table paths
+    checkpoint = lake_path(checkpoint) if checkpoint else None
     if traits is None:
         traits = traits_of(changes)
     preflight(changes.sparkSession, [target, *([checkpoint] if checkpoint else [])])  # a cluster reaches both

@@ -10,6 +10,7 @@ there (a user's `spark.jars` gets ours added, not replaced). No Spark import her
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,11 @@ def read_defaults(path: Path | None) -> dict[str, str]:
         line = line.strip()
         if not line or line.startswith(("#", "!")):
             continue
-        parts = line.replace("=", " ", 1).split(None, 1) if "=" in line.split(None, 1)[0] else line.split(None, 1)
-        out[parts[0].strip()] = parts[1].strip() if len(parts) > 1 else ""
+        m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+        else:
+            out[line] = ""
     return out
 
 
