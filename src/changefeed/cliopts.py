@@ -24,9 +24,9 @@ TableFeatures = Annotated[str, typer.Option(
 MaxRecords = Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")]
 Master = Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")]
 SparkConf = Annotated[list[str] | None, typer.Option(
-    "--conf", help="a Spark setting K=V, as spark-submit takes it (repeatable; over the TOML's [spark] and "
+    "--conf", help="a Spark setting K=V, as spark-submit takes it (repeatable; over the TOML's \\[spark] and "
                    "spark-defaults.conf)")]
-SparkConfig = Annotated[Path | None, typer.Option("--config", help="changefeed TOML: its [spark] table")]
+SparkConfig = Annotated[Path | None, typer.Option("--config", help="changefeed TOML: its \\[spark] table")]
 Debug = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
 
 # consume
