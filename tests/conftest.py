@@ -119,3 +119,90 @@ def spark():
     session = spark_session("local[2]", "changefeed-tests")
     yield session
     session.stop()
+
+
+class S3Store:
+    """A running S3 API server (scripts/s3: S3Proxy) with one bucket, and how each client reaches it."""
+
+    ACCESS, SECRET, BUCKET = "changefeed", "changefeed-secret", "lake"
+
+    def __init__(self, port: int) -> None:
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    def conf(self, **over: str) -> dict[str, str]:
+        """Spark's settings for the store (what docs/object-storage.md tells a user to pass)."""
+        c = {"spark.hadoop.fs.s3a.endpoint": self.endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+             "spark.hadoop.fs.s3a.access.key": self.ACCESS, "spark.hadoop.fs.s3a.secret.key": self.SECRET,
+             "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+             "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+             "spark.hadoop.fs.s3a.multiobjectdelete.enable": "false"}
+        c.update(over)
+        return c
+
+    def conf_args(self, **over: str) -> list[str]:
+        """The same settings as `--conf K=V` arguments of the CLI."""
+        return [a for k, v in self.conf(**over).items() for a in ("--conf", f"{k}={v}")]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a process whose JVM talks to the store: the AWS SDK's request checksums only when
+        the operation needs them (S3Proxy, like other S3-compatible stores, refuses some it does not implement)."""
+        import os
+
+        return dict(os.environ, AWS_REQUEST_CHECKSUM_CALCULATION="WHEN_REQUIRED",
+                    AWS_RESPONSE_CHECKSUM_VALIDATION="WHEN_REQUIRED")
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """delta-rs's options for the store."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.ACCESS,
+                "AWS_SECRET_ACCESS_KEY": self.SECRET, "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+                "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+
+    def url(self, path: str) -> str:
+        return f"s3a://{self.BUCKET}/{path}"
+
+
+@pytest.fixture(scope="session")
+def s3_store(tmp_path_factory):
+    """A real S3 API server (S3Proxy) on 127.0.0.1 with a bucket `lake`; the test fails if it cannot start."""
+    import socket
+    import subprocess
+    import time
+
+    port = _free_port()
+    data = tmp_path_factory.mktemp("s3")
+    log = open(data / "server.log", "ab")
+    proc = subprocess.Popen([str(ROOT / "scripts" / "s3"), "run", str(port), str(data)], stdout=log, stderr=log)
+    deadline = time.time() + 120
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"S3Proxy exited with {proc.returncode}: {(data / 'server.log').read_text()[-2000:]}")
+            if time.time() > deadline:
+                proc.kill()
+                pytest.fail("S3Proxy did not listen within 120 s")
+            time.sleep(0.3)
+    store = S3Store(port)
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(access_key=store.ACCESS, secret_key=store.SECRET, endpoint_override=f"127.0.0.1:{port}",
+                         scheme="http", region="us-east-1", allow_bucket_creation=True)
+    for _ in range(50):  # the port opens a moment before the S3 API answers
+        try:
+            s3.create_dir(store.BUCKET)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail(f"S3Proxy did not make bucket {store.BUCKET}: {(data / 'server.log').read_text()[-2000:]}")
+    yield store
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

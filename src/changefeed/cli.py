@@ -31,6 +31,7 @@ from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, wr
 from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
 from .spark.layout import LakeLayout, lake_path, schema_store
 from .spark.logs import spark_folder
+from .spark.objectstore import check_store
 from .stopping import GracefulStop, jvm_ignores_sigterm
 from .workdir import open_checkpoint, open_folder, open_lake, replacing
 
@@ -254,6 +255,7 @@ def consume(
     metrics_port: opt.MetricsPort = None,
     metrics_host: opt.MetricsHost = "127.0.0.1",
     health_timeout: opt.HealthTimeout = 600.0,
+    conf: opt.SparkConf = None,
     debug: opt.Debug = False,
 ) -> None:
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming).
@@ -266,13 +268,17 @@ def consume(
         base = source.split("?", 1)[0]
         require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
         lake = lake_path(lake)
-        cp = lake_path(checkpoint) if checkpoint else LakeLayout(lake).checkpoint
+        checkpoint = lake_path(checkpoint) if checkpoint else None
+        cp = checkpoint or LakeLayout(lake).checkpoint
         open_lake(lake)  # refused, in one line, when it holds the user's files
         if checkpoint:
             open_checkpoint(checkpoint)
         settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
         with jvm_ignores_sigterm():
-            spark = command_spark(master, spark_folder(lake), debug)
+            spark = command_spark(master, spark_folder(lake), debug, conf, config)
+        check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
+        if checkpoint:
+            check_store(spark, checkpoint, "--checkpoint")
         stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
         metrics, server = _serve_metrics(spark, lake, metrics_port, metrics_host, health_timeout)
         totals = ConsumeTotals()  # the clock starts once Spark is up
@@ -362,6 +368,8 @@ def verify(
     option: opt.CodecOptions = None,
     master: Annotated[str | None, typer.Option(help="Spark master")] = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
+    conf: opt.SparkConf = None,
+    config: opt.SparkConfig = None,
     debug: opt.Debug = False,
 ) -> None:
     """Compare the lake with the upstream state: counts, checksums, the first differing rows."""
@@ -390,8 +398,11 @@ def verify(
                           "past it", highlight=False)
         else:
             expected = expected_from(against)
-        rep = run_verify(command_spark(master, spark_folder(lake) if Path(lake).is_dir() else spark_folder(None),
-                                       debug), lake, expected)
+        lake = lake_path(lake)
+        spark = command_spark(master, spark_folder(lake) if Path(lake).is_dir() else spark_folder(None), debug, conf,
+                              config)
+        check_store(spark, lake)
+        rep = run_verify(spark, lake, expected)
         print_verify(rep, f"{lake} against {no_password(against)}")
         if not rep.ok:
             raise typer.Exit(1)
@@ -482,10 +493,12 @@ def run(
     transactions: opt.RunTransactions = 1000,
     seed: opt.RunSeed = 1,
     work: opt.Work = Path("changefeed-run"),
+    lake: opt.RunLake = None,
     scd: opt.RunScd = 1,
     config: opt.Config = None,
     max_records_per_trigger: opt.MaxRecords = None,
     master: opt.Master = None,
+    conf: opt.SparkConf = None,
     rate: opt.Rate = None,
     table_features: opt.TableFeatures = "auto",
     vacuum_retention: opt.VacuumRetention = None,
@@ -506,12 +519,14 @@ def run(
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
                         max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features,
-                        vacuum_retention=vacuum_retention)
+                        vacuum_retention=vacuum_retention, lake_uri=lake_path(lake) if lake else None, fresh=fresh)
+        if lake:
+            open_lake(ro.lake_uri or lake)  # a local lake: refused, in one line, when it holds the user's files
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
         if fresh:
             folder.clear("--work")  # only what an earlier run made there
         with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
-            spark = command_spark(master, folder.claim("spark"), debug)
+            spark = command_spark(master, folder.claim("spark"), debug, conf, config)
         stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
         metrics, server = _serve_metrics(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
         try:

@@ -68,16 +68,18 @@ def spark_reason(e: Exception) -> str:
     return line.strip()
 
 
-def command_spark(master: str | None, folder: Path | None = None, debug: bool = False) -> SparkSession:
-    """The session a command runs on (the active one, else a new one), with Spark's log down to errors: a
-    failure is reported in one line by `reported`. A session it starts writes the JVM's output and Spark's
-    warehouse under `folder` (spark/logs.py), not on the terminal or in the current folder; `debug` keeps
-    them as Spark has them."""
+def command_spark(master: str | None, folder: Path | None = None, debug: bool = False,
+                  conf: list[str] | None = None, config: Path | None = None) -> SparkSession:
+    """The session a command runs on (the active one, else a new one), with the user's settings (`--conf`, the
+    TOML's `[spark]`) and Spark's log down to errors: a failure is reported in one line by `reported`. A session
+    it starts writes the JVM's output and Spark's warehouse under `folder` (spark/logs.py), not on the terminal
+    or in the current folder; `debug` keeps them as Spark has them."""
     from .spark import spark_session
     from .spark.logs import quiet_launch
+    from .spark.settings import user_settings
 
-    with quiet_launch(folder, debug) as conf:
-        spark = spark_session(master, conf=conf)
+    with quiet_launch(folder, debug) as launch:
+        spark = spark_session(master, conf={**launch, **user_settings(conf, config)})
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -23,6 +23,10 @@ TableFeatures = Annotated[str, typer.Option(
          "instead, so delta-rs, Polars and DuckDB keep reading it")]
 MaxRecords = Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")]
 Master = Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")]
+SparkConf = Annotated[list[str] | None, typer.Option(
+    "--conf", help="a Spark setting K=V, as spark-submit takes it (repeatable; over the TOML's \\[spark] and "
+                   "spark-defaults.conf)")]
+SparkConfig = Annotated[Path | None, typer.Option("--config", help="changefeed TOML: its \\[spark] table")]
 Debug = Annotated[bool, typer.Option("--debug", help="show the full detail of errors")]
 ConnectTimeout = Annotated[float, typer.Option(
     help="seconds to wait for a Kafka cluster to answer before giving up with the reason")]
@@ -54,6 +58,8 @@ RunSource = Annotated[str, typer.Option(help="workload, a file of event lines, o
 RunTransactions = Annotated[int, typer.Option(help="workload transactions")]
 RunSeed = Annotated[int, typer.Option(help="workload seed")]
 Work = Annotated[Path, typer.Option(help="folder for the stream, the lake and the report")]
+RunLake = Annotated[str | None, typer.Option(
+    "--lake", help="the lake elsewhere than <work>/lake: a folder, file:///..., or s3a://bucket/path")]
 RunScd = Annotated[int, typer.Option("--scd", help="1: mirror tables; 2: history")]
 Rate = Annotated[int | None, typer.Option(help="events per second the source sends at most")]
 Fresh = Annotated[bool, typer.Option("--fresh/--resume", help="start from an empty --work folder")]

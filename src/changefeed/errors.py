@@ -148,3 +148,7 @@ def json_object(raw: bytes | str, what: str) -> dict:
     if not isinstance(obj, dict):
         raise DecodeError(f"{what} is a JSON object", offset=0)
     return obj
+
+
+class StorageError(ChangefeedError):
+    """A lake's store (S3 and the like) that cannot be reached: wrong endpoint, bad credentials, no bucket."""

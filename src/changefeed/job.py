@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
 from .eventline import EventReader, EventWriter, read_lines
 from .model import Event
 from .traits import stream_traits
@@ -45,10 +46,17 @@ class RunOptions:
     watermark_interval_ms: int = 100  # of commit time
     config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
     vacuum_retention: float | None = None  # hours: the consumer VACUUMs its tables (None: never)
+    lake_uri: str | None = None  # the lake where the user keeps it (a folder, s3a://...); None: <work>/lake
+    fresh: bool = True  # --fresh: a lake of the user's (lake_uri) must not hold an earlier run's tables
 
     @property
     def lake(self) -> Path:
         return self.work / "lake"
+
+    @property
+    def lake_location(self) -> str:
+        """Where the run's lake is: the user's --lake, else the work folder's."""
+        return self.lake_uri or str(self.lake.resolve())
 
 
 @dataclass
@@ -228,7 +236,13 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     for name in RUN_ENTRIES:
         work.claim(name, "--work")
     config, consume_uri = table_topics(sink_uri, protocol, opts)
-    lake = str(opts.lake.resolve())
+    lake = opts.lake_location
+    if opts.lake_uri:
+        from .spark.objectstore import check_store
+
+        check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
+        if opts.fresh:
+            _fresh_lake(spark, lake)
     cp = LakeLayout(lake).checkpoint
     t0 = time.monotonic()
     sent = _Sent()
@@ -321,6 +335,18 @@ def sent_state(opts: RunOptions, rep: RunReport, sink_uri: str) -> UpstreamState
 
         return final_state(events_from_stream(sink_uri))
     return final_state(islice(source_events(opts, []), rep.events))
+
+
+def _fresh_lake(spark: SparkSession, lake: str) -> None:
+    """A fresh run on a lake of the user's: refused when an earlier consumer's state is there (its checkpoint
+    would resume, against a stream made anew). changefeed never deletes a lake it was given."""
+    from .spark.layout import LakeLayout
+
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(LakeLayout(lake).meta)
+    if p.getFileSystem(spark._jsc.hadoopConfiguration()).exists(p):  # type: ignore[attr-defined]
+        raise ConfigError(f"--lake {lake} already holds a consumer's tables and checkpoint: give a new path, or "
+                          "--resume to go on from them (changefeed does not delete a lake it was given)")
 
 
 def chart(rep: RunReport, sent: _Sent, path: Path) -> Path:

@@ -132,7 +132,8 @@ _IGNORED_SINK_KEYS = ("encoder-concurrency", "terminator", "date-separator", "en
 _TOP_KEYS = {"case-sensitive", "force-replicate", "check-gc-safe-point", "enable-sync-point", "bdr-mode",
              "sync-point-interval", "sync-point-retention", "memory-quota", "sink", "filter", "mounter",
              "scheduler", "integrity", "consistent", "changefeed-error-stuck-duration", "sql-mode",
-             "enable-table-monitor", "ignore-ineligible-table", "synced-status", "enable-old-value"}
+             "enable-table-monitor", "ignore-ineligible-table", "synced-status", "enable-old-value",
+             "spark"}  # [spark]: the consumer's Spark settings (spark/settings.py), not TiCDC's
 
 
 @dataclass

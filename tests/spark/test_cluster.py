@@ -35,9 +35,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
         subprocess.run([str(SCRIPT), "stop"], env=env, timeout=120)
 
 
+# on a cluster master changefeed sets none of its small-machine defaults: this cluster is the small machine, and
+# says so the way a user does, with --conf
+SMALL = ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.default.parallelism=2",
+         "--conf", "spark.databricks.delta.snapshotPartitions=2", "--conf", "spark.driver.memory=1g",
+         "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
+
+
 def _run_cmd(master: str, work: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "changefeed.cli", "run", "--master", master, "--work", str(work),
-            "--transactions", "60", "--seed", "21", *extra]
+            "--transactions", "60", "--seed", "21", *SMALL, *extra]
 
 
 def _check_passed(r: subprocess.CompletedProcess[str] | tuple[int, str, str]) -> str:

@@ -37,6 +37,7 @@ from ..eventline import table_to_json
 from ..model import Column, TableInfo
 from ..mysqltypes import Family
 from .decode import decode
+from .objectstore import SchemaFolder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -280,7 +281,7 @@ def _plan(dec: AvroDecoder, groups: list[Any]) -> tuple[list[_Pair], dict[str, s
     return [p for p in pairs.values() if p.jvm], defs
 
 
-def decode_avro(raw: DataFrame, options: dict[str, str] | None, store: str | None) -> DataFrame:
+def decode_avro(raw: DataFrame, options: dict[str, str] | None, store: str | SchemaFolder | None) -> DataFrame:
     """CHANGES_SCHEMA rows of avro messages: framed row messages by from_avro, the rest in Python.
 
     `raw` must be a batch DataFrame (a streaming micro-batch in `foreachBatch`): the schema ids are

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .decode import decode
+from .objectstore import SchemaFolder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,7 +37,7 @@ _TABLE_SHAPE = "to_json(named_struct('schema', m.database, 'table', m.`table`, '
                "'pkNames', m.pkNames))"
 
 
-def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | None) -> DataFrame:
+def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | SchemaFolder | None) -> DataFrame:
     """CHANGES_SCHEMA rows of canal-json messages: rows and watermarks on the JVM, the rest in Python."""
     from pyspark.sql import functions as F
 

@@ -29,6 +29,7 @@ from ..model import ROW_KINDS, Event, Kind, TableInfo
 from ..mysqltypes import make_text_formatter
 from .canal_raw import CanalRaw
 from .columns import Columns, arrow_schema
+from .objectstore import SchemaFolder
 from .types import text_of
 
 if TYPE_CHECKING:
@@ -46,29 +47,51 @@ CHANGES_SCHEMA = (
 class SchemaStore:
     """Table definitions learnt from the stream, as JSON lines in a folder every task can read.
 
-    Each writer adds its own file (written aside, then renamed), so tasks never step on each other."""
+    Each writer adds its own file (written aside, then renamed; on S3 one PUT of a new key, atomic), so tasks
+    never step on each other. The folder is a local path, or a `SchemaFolder` on S3 (objectstore.py)."""
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path | SchemaFolder) -> None:
+        self.remote = folder if isinstance(folder, SchemaFolder) else None
+        self.folder = Path(folder) if not isinstance(folder, SchemaFolder) else Path()
 
     def load(self) -> list[tuple[int, TableInfo]]:
         out: list[tuple[int, TableInfo]] = []
-        if not self.folder.is_dir():
-            return out
-        for f in sorted(self.folder.glob("*.jsonl")):
-            for line in f.read_bytes().splitlines():
+        for blob in self._blobs():
+            for line in blob.splitlines():
                 rec = orjson.loads(line)
                 out.append((rec["ts"], table_from_json(rec["table"])))
         out.sort(key=lambda x: x[0])
         return out
 
+    def _blobs(self) -> list[bytes]:
+        if self.remote is not None:
+            from pyarrow import fs
+
+            s3, base = self.remote.filesystem()
+            infos = s3.get_file_info(fs.FileSelector(base, allow_not_found=True))
+            names = sorted(i.path for i in infos if i.type == fs.FileType.File and i.path.endswith(".jsonl"))
+            out = []
+            for n in names:
+                with s3.open_input_stream(n) as f:
+                    out.append(f.read())
+            return out
+        if not self.folder.is_dir():
+            return []
+        return [f.read_bytes() for f in sorted(self.folder.glob("*.jsonl"))]
+
     def add(self, defs: list[tuple[int, TableInfo]]) -> None:
         if not defs:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
         name = uuid.uuid4().hex
+        data = b"".join(orjson.dumps({"ts": ts, "table": table_to_json(t)}) + b"\n" for ts, t in defs)
+        if self.remote is not None:
+            s3, base = self.remote.filesystem()
+            with s3.open_output_stream(f"{base}/{name}.jsonl") as f:
+                f.write(data)
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder / f".{name}.tmp"
-        tmp.write_bytes(b"".join(orjson.dumps({"ts": ts, "table": table_to_json(t)}) + b"\n" for ts, t in defs))
+        tmp.write_bytes(data)
         os.replace(tmp, self.folder / f"{name}.jsonl")
 
 
@@ -123,7 +146,8 @@ class PartitionDecoder:
                  "seen", "emitted", "learnt", "out", "out_schema", "cols", "sparse", "before_col", "after_col",
                  "canal")
 
-    def __init__(self, protocol: str, options: dict[str, str], store: str | None, dialect: str = "text") -> None:
+    def __init__(self, protocol: str, options: dict[str, str], store: str | SchemaFolder | None,
+                 dialect: str = "text") -> None:
         self.cfg = build_config(protocol, options)
         self.dialect = dialect
         self.schema_store = SchemaStore(store) if store else None
@@ -338,7 +362,7 @@ class PartitionDecoder:
         sparse["value"][i] = value
 
 
-def decode_partitions(protocol: str, options: dict[str, str] | None = None, store: str | None = None,
+def decode_partitions(protocol: str, options: dict[str, str] | None = None, store: str | SchemaFolder | None = None,
                       dialect: str = "text") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function `mapInArrow` runs (pickled to the executors: each task makes its own `PartitionDecoder`)."""
     opts = dict(options or {})
@@ -350,6 +374,6 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
 
 
 def decode(raw: DataFrame, protocol: str, options: dict[str, str] | None = None,
-           store: str | None = None, dialect: str = "text") -> DataFrame:
+           store: str | SchemaFolder | None = None, dialect: str = "text") -> DataFrame:
     """Decoded changes of a RAW_SCHEMA DataFrame (streaming or not)."""
     return raw.mapInArrow(decode_partitions(protocol, options, store, dialect), CHANGES_SCHEMA)

@@ -59,14 +59,22 @@ class LakeLayout:
         return f"{self.lake}/{database}/{table}"
 
 
+def lake_path(path: str) -> str:
+    """A lake or checkpoint path as the consumer spells it everywhere: a `file:` URI (`file:/abs`, `file:///abs`)
+    as the absolute path it names, so that Delta sees one spelling of a table (a `file:///` URI against the
+    `file:/` Spark makes of it was DELTA_AMBIGUOUS_PATHS_IN_CREATE_TABLE); a relative path made absolute (Delta
+    takes a relative `location` for a table name, and refuses `lake/_changefeed/...`); any other URI
+    (s3a://bucket/path, hdfs://) as given, without a trailing `/`."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(path)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return os.path.abspath(unquote(u.path) or "/")
+    if u.scheme and "://" in path:
+        return path.rstrip("/") if path.rstrip("/") != f"{u.scheme}:/" else path
+    return os.path.abspath(path)
+
+
 def schema_store(checkpoint: str) -> str:
     """Where the decoders keep the schemas they learned, inside the Spark checkpoint."""
     return f"{checkpoint}/schemas"
-
-
-def lake_path(path: str) -> str:
-    """A lake or checkpoint as Spark and Delta need it: a relative local path made absolute (Delta takes a relative
-    `location` for a table name, and refuses `lake/_changefeed/...`); URIs and absolute paths as given."""
-    if "://" in path or path.startswith("file:") or os.path.isabs(path):
-        return path
-    return os.path.abspath(path)

@@ -19,6 +19,7 @@ from .canal_jvm import decode_canal
 from .cluster import preflight
 from .decode import decode
 from .layout import lake_path
+from .objectstore import SchemaFolder, prepare_checkpoint, schema_folder
 from .source import Source, parse_source, read_raw
 from .table_features import check_mode
 
@@ -93,7 +94,7 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     traits = stream_traits(protocol, options)  # bad options fail here, not in a task
     raw = read_raw(spark, src, streaming=streaming, max_records_per_trigger=max_records_per_trigger,
                    kafka_options=kafka_options)
-    store = schema_store or default_store(src)
+    store: str | SchemaFolder = schema_folder(spark, schema_store or default_store(src))  # S3: with its options
     dialect = traits.text_dialect
     jvm = jvm_decode and (dialect == "canal" or protocol == "avro")
     if jvm and dialect == "canal":
@@ -144,8 +145,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `batch_guard`: wraps the streaming query's micro-batch function (`stopping.GracefulStop.guard`: a stop on
     a signal lets the batch in hand complete)."""
     stream = _carried(changes)
-    target = lake_path(target)
-    checkpoint = lake_path(checkpoint) if checkpoint else checkpoint
+    target = lake_path(target)  # one spelling of a local lake (file:///x is /x): Delta compares table paths
+    checkpoint = lake_path(checkpoint) if checkpoint else None
     if traits is None:
         traits = traits_of(changes)
     preflight(changes.sparkSession, [target, *([checkpoint] if checkpoint else [])])  # a cluster reaches both
@@ -171,6 +172,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         return applier.process(changes, applier.next_batch_id())
     if not checkpoint:
         raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
+    prepare_checkpoint(changes.sparkSession, checkpoint)  # on S3: its folder, a checkpoint manager that can
     if stream is not None and stream.jvm_decoder is not None:  # it reads each micro-batch twice: cache its records
         decoder = stream.jvm_decoder
 

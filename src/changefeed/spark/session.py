@@ -3,7 +3,9 @@
 `spark.jars.packages` cannot resolve Spark 4.0.1's Kafka connector from Maven Central (its token provider
 4.0.1 was never published), so the set-up fetches the jars once with Maven (scripts/spark-jars/fetch) and
 the session passes them with `spark.jars`: no download at run time. Local mode by default; any master by
-argument or by SPARK_MASTER. The defaults suit a small machine (see ENVIRONMENT.md); `conf` overrides them.
+argument or by SPARK_MASTER. The small-machine defaults (see ENVIRONMENT.md) apply only to a local session this
+process starts, and only where the user's settings (`conf`: --conf and [spark]) and spark-defaults.conf say
+nothing (spark/settings.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SparkSetupError
 from .cluster import preflight
+from .settings import DELTA_REQUIRED, defaults_file, read_defaults, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,8 +27,7 @@ JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jar
 NIOFS = ROOT / ".cache" / "niofs"  # scripts/niofs/build puts its jar here
 
 SMALL_MACHINE = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    **DELTA_REQUIRED,
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.memory": "1g",
@@ -78,17 +80,23 @@ def niofs_conf(folder: Path = NIOFS) -> dict[str, str]:
 
 def spark_session(master: str | None = None, app_name: str = "changefeed",
                   conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session if there is one, else a new one with Delta, Kafka and Avro on its classpath."""
+    """The active session if there is one, else a new one with Delta, Kafka, Avro and S3A on its classpath;
+    `conf`: the user's settings, over everything of ours."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (the decoders run in them) use this interpreter, which has changefeed installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
-    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit, its --master stands
-        builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
-    settings = {**SMALL_MACHINE, "spark.jars": ",".join(str(j) for j in connector_jars()), **niofs_conf(),
-                **(conf or {})}
+    submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    user = dict(conf or {})
+    defaults = read_defaults(defaults_file())
+    chosen = master or user.get("spark.master") or os.environ.get("SPARK_MASTER") or defaults.get("spark.master")
+    if master or not submitted:  # under spark-submit, its --master stands unless one is given here
+        chosen = chosen or "local[2]"
+        builder = builder.master(chosen)
+    settings = resolve(SMALL_MACHINE, user, defaults, master=chosen, submitted=submitted,
+                       jars=[str(j) for j in connector_jars()], extra=niofs_conf())
     for k, v in settings.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()

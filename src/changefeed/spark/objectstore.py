@@ -1,0 +1,138 @@
+"""A lake on an object store (s3a://): what differs from a local folder, in one place.
+
+- The Spark checkpoint: Spark's default checkpoint file manager creates files through Hadoop's FileContext, which
+  looks for the parent folder first; an object store has no folders (S3A fakes them with marker objects, which
+  S3-compatible servers keep unevenly: S3Proxy's filesystem backend turns one into an empty folder it then does
+  not list), so the query did not start (FileNotFoundException on the checkpoint). On s3a:// the consumer uses
+  Spark's FileSystem-based manager unless the user chose one (`spark.sql.streaming.checkpointFileManagerClass`):
+  a file written aside then renamed, which S3A does by one copy, so a checkpoint file appears whole or not at all.
+  spark-hadoop-cloud's AbortableStreamBasedCheckpointFileManager (in the set-up's jars) writes in place with no
+  copy; it needs the folder markers, which AWS S3 keeps: a user on AWS may choose it with --conf.
+- The decoders' schema store is written by Python tasks, which have no JVM: they reach the store through pyarrow's
+  S3 client, with the endpoint and credentials of the session's S3A settings (`SchemaFolder`).
+- The storage options delta-rs (and pyarrow) take, from the same S3A settings (`storage_options`), so that a
+  reader of the lake needs nothing but the session's settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+S3_SCHEMES = ("s3a", "s3", "s3n")
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+ABORTABLE_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
+FS_MANAGER = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+
+
+def is_s3(path: str) -> bool:
+    """A path on S3 (or an S3-compatible store) through Hadoop's S3A."""
+    return urlparse(path).scheme in S3_SCHEMES and "://" in path
+
+
+def store_name(path: str) -> str:
+    """How an error names the store of a path: its scheme and bucket (s3a://bucket)."""
+    u = urlparse(path)
+    return f"{u.scheme}://{u.netloc}"
+
+
+def _hadoop(spark: SparkSession) -> Any:
+    return spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+
+
+def storage_options(spark: SparkSession, bucket: str = "") -> dict[str, str]:
+    """delta-rs's `storage_options` for the session's S3A settings (per-bucket `fs.s3a.bucket.<b>.*` first)."""
+    conf = _hadoop(spark)
+
+    def get(key: str) -> str | None:
+        v = conf.get(f"fs.s3a.bucket.{bucket}.{key}") if bucket else None
+        v = v if v is not None else conf.get(f"fs.s3a.{key}")
+        return None if v is None else str(v)
+
+    out: dict[str, str] = {}
+    endpoint = get("endpoint")
+    if endpoint:
+        ssl = (get("connection.ssl.enabled") or "true").lower() != "false"
+        if "://" not in endpoint:
+            endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
+        out["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            out["AWS_ALLOW_HTTP"] = "true"
+    for key, opt in (("access.key", "AWS_ACCESS_KEY_ID"), ("secret.key", "AWS_SECRET_ACCESS_KEY"),
+                     ("session.token", "AWS_SESSION_TOKEN")):
+        v = get(key)
+        if v:
+            out[opt] = v
+    out["AWS_REGION"] = get("endpoint.region") or get("region") or "us-east-1"
+    if (get("path.style.access") or "false").lower() == "true":
+        out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
+    return out
+
+
+@dataclass(frozen=True)
+class SchemaFolder:
+    """A folder on S3 that Python tasks write (the schema store): its URI and delta-rs-style storage options."""
+
+    uri: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    def filesystem(self) -> Any:
+        """pyarrow's S3 file system for the store, and the folder's path in it (bucket/key)."""
+        from pyarrow import fs
+
+        o = self.options
+        endpoint = o.get("AWS_ENDPOINT_URL", "")
+        u = urlparse(endpoint) if endpoint else None
+        s3 = fs.S3FileSystem(access_key=o.get("AWS_ACCESS_KEY_ID"), secret_key=o.get("AWS_SECRET_ACCESS_KEY"),
+                             session_token=o.get("AWS_SESSION_TOKEN"), region=o.get("AWS_REGION", "us-east-1"),
+                             endpoint_override=u.netloc if u else None, scheme=u.scheme if u else "https",
+                             force_virtual_addressing=False)
+        p = urlparse(self.uri)
+        return s3, f"{p.netloc}{p.path}".rstrip("/")
+
+
+def schema_folder(spark: SparkSession, store: str) -> str | SchemaFolder:
+    """The schema store as the decoders' tasks reach it: a local path as it is, an S3 one with its options."""
+    if not is_s3(store):
+        return store
+    return SchemaFolder(store, storage_options(spark, urlparse(store).netloc))
+
+
+def prepare_checkpoint(spark: SparkSession, checkpoint: str) -> None:
+    """A checkpoint on S3: Spark's FileSystem-based checkpoint file manager, unless the user set one."""
+    if is_s3(checkpoint) and spark.conf.get(CHECKPOINT_MANAGER, None) in (None, ""):
+        spark.conf.set(CHECKPOINT_MANAGER, FS_MANAGER)
+
+
+def _root_cause(e: BaseException) -> str:
+    """The innermost Java cause of a py4j error, as `Class: first line` (else the Python error's first line)."""
+    j = getattr(e, "java_exception", None)
+    if j is None:
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    while j.getCause() is not None and j.getCause() != j:
+        j = j.getCause()
+    name = str(j.getClass().getSimpleName())
+    text = (str(j.getMessage() or "").strip().splitlines() or [""])[0]
+    return f"{name}: {text[:300]}" if text else name
+
+
+def check_store(spark: SparkSession, path: str, option: str = "--lake") -> None:
+    """Reach the store of a path on another file system than the local one before any work starts: a wrong
+    endpoint, bad credentials or a missing bucket is one line that names the store, not a JVM stack trace
+    minutes into the run."""
+    from ..errors import StorageError
+
+    if "://" not in path or path.startswith("file:"):
+        return
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    try:
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        p.getFileSystem(_hadoop(spark)).exists(p)
+    except Exception as e:  # noqa: BLE001 - py4j carries the store's answer
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise
+        raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None

@@ -1,0 +1,136 @@
+"""The lake on an S3 API (S3Proxy started by scripts/s3, real S3A, real Delta, real delta-rs): the consumer killed
+mid-stream three times and restarted lands every table equal to upstream; delta-rs reads the tables Spark wrote;
+a store that cannot be reached is one line naming it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from changefeed.errors import StorageError
+from changefeed.eventline import EventWriter
+from changefeed.spark.objectstore import check_store
+from changefeed.upstream import final_state
+from changefeed.workload import generate
+
+from ..conftest import ROOT
+
+CLI = [sys.executable, "-m", "changefeed.cli"]
+
+
+def _commits(s3_store, lake_key: str) -> int:
+    """Delta commits and progress records in the lake (tables, changelog, dead letters), read over the S3 API:
+    it grows with every commit the consumer makes inside a micro-batch, not only at its end."""
+    import re
+
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                         endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
+    infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{lake_key}", recursive=True, allow_not_found=True))
+    return sum(1 for i in infos if re.fullmatch(r"\d{20}\.json|batch-\d+\.json", i.base_name))
+
+
+def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_it(spark, s3_store,
+                                                                                   tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    for k, v in s3_store.conf().items():  # the test's own session reads the lake too (to compare with delta-rs)
+        spark._jsc.hadoopConfiguration().set(k.removeprefix("spark.hadoop."), v)
+
+    events = list(generate(seed=31, transactions=80))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    folder = tmp_path / "stream"
+    uri = f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2"
+    subprocess.run([*CLI, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    key = f"kill-{time.time_ns()}"
+    lake = s3_store.url(key) + "/"  # a trailing / is the same lake
+    consume = [*CLI, "consume", "--from", f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true",
+               "--lake", lake, "--max-records-per-trigger", "60", "--table-features", "minimal",  # delta-rs reads it
+               *s3_store.conf_args()]
+    for kill in range(3):  # each time once the lake has moved on: inside a micro-batch, between its commits
+        before = _commits(s3_store, key)
+        proc = subprocess.Popen([*consume, "--trigger", "processing-time=1 second"], cwd=ROOT, env=s3_store.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        try:
+            while _commits(s3_store, key) <= before:
+                assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, f"kill {kill + 1}: no new commit on S3 within 300 s"
+                time.sleep(0.2)
+            time.sleep(0.5 * kill)  # at a different point each time
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    done = subprocess.run(consume, cwd=ROOT, env=s3_store.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ok = subprocess.run([*CLI, "verify", "--lake", s3_store.url(key), "--against", str(lines),
+                         *s3_store.conf_args()], cwd=ROOT, env=s3_store.env, capture_output=True, text=True)
+    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+
+    # delta-rs, with storage_options only, reads what Spark's S3A wrote: the same rows as upstream's final state
+    state = final_state(events)
+    assert state.tables, "the workload made no tables"
+    for (db, table), t in state.tables.items():
+        dt = DeltaTable(f"s3://{s3_store.BUCKET}/{key}/{db}/{table}", storage_options=s3_store.storage_options)
+        got = dt.to_pyarrow_table()
+        assert got.num_rows == len(t.rows), f"{db}.{table}: delta-rs read {got.num_rows} rows, upstream {len(t.rows)}"
+        pk = (t.table.handle_key or [])[:1]
+        if pk:
+            assert sorted(str(v) for v in got.column(pk[0]).to_pylist()) == sorted(
+                str(r[pk[0]]) for r in t.rows.values()), f"{db}.{table}: keys differ"
+        spark_rows = spark.read.format("delta").load(s3_store.url(f"{key}/{db}/{table}")).count()
+        assert spark_rows == got.num_rows, f"{db}.{table}: Spark read {spark_rows} rows, delta-rs {got.num_rows}"
+
+
+def test_a_store_that_cannot_be_reached_is_one_line_naming_it(spark, s3_store, tmp_path: Path) -> None:
+    """Bad credentials (the CLI, a real JVM of its own) and a wrong endpoint (the session's S3A, one attempt):
+    each one line that names the store, no traceback."""
+    (tmp_path / "x").write_text("")
+    bad = subprocess.run([*CLI, "verify", "--lake", s3_store.url("nothing-here"), "--against", str(tmp_path / "x"),
+                          *s3_store.conf_args(**{"spark.hadoop.fs.s3a.secret.key": "wrong"})],
+                         cwd=ROOT, env=s3_store.env, capture_output=True, text=True)
+    assert bad.returncode == 1
+    errors = [line for line in bad.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+    assert "s3a://lake" in errors[0], errors[0]
+
+    conf = spark._jsc.hadoopConfiguration()
+    from tests.conftest import _free_port
+
+    for k, v in {"endpoint": f"http://127.0.0.1:{_free_port()}", "attempts.maximum": "1", "retry.limit": "0",
+                 "path.style.access": "true", "access.key": "k", "secret.key": "s", "endpoint.region": "us-east-1",
+                 "connection.ssl.enabled": "false"}.items():
+        conf.set(f"fs.s3a.bucket.nowhere.{k}", v)
+    with pytest.raises(StorageError) as e:
+        check_store(spark, "s3a://nowhere/lake")
+    assert str(e.value).startswith("cannot reach s3a://nowhere (--lake s3a://nowhere/lake): ")
+    assert "\n" not in str(e.value)
+
+
+def test_a_file_uri_lake_is_the_same_lake_as_its_path(spark, tmp_path: Path) -> None:
+    """`--lake file:///abs` as a user copies it: was DELTA_AMBIGUOUS_PATHS_IN_CREATE_TABLE on the first batch."""
+    from changefeed.spark.pipeline import apply_changes, read_changes
+    from changefeed.spark.verify import verify
+
+    events = list(generate(seed=5, transactions=20))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    uri = f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true&partition-num=1"
+    subprocess.run([*CLI, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    lake = f"file://{tmp_path}/lake/"
+    changes = read_changes(spark, f"file://{tmp_path}/s/t", "canal-json", {"enable-tidb-extension": "true"},
+                           schema_store=str(tmp_path / "lake/_schemas"))
+    apply_changes(changes, lake, checkpoint=f"file://{tmp_path}/cp").awaitTermination()
+    rep = verify(spark, str(tmp_path / "lake"), final_state(events))
+    assert rep.ok, [(t.name, t.expected, t.actual, t.problem) for t in rep.tables if not t.ok]
