@@ -173,7 +173,7 @@ class ChangeApplier:
             if log is not None and log.thread is not None:
                 log.thread.join()  # a failed write: the append still reads the cache
             self.backlog.release_batch(batch_id, changes, log.kept if log is not None else None)
-        self.upkeep.after_batch(self.bronze, self.store.known_tables())
+        self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables())
         lap("maintenance")
         rep.applied_ts = st.applied_ts
         rep.watermarks = dict(st.watermarks)
