@@ -101,6 +101,7 @@ def test_executors_without_changefeed_fail_in_one_line(cluster: tuple[str, dict[
     master, env = cluster
     bare = _python_without_changefeed()
     (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "meta.json").write_bytes(b'{"partitions": 1}')  # a topic (a missing one is refused first)
     r = subprocess.run([sys.executable, "-m", "changefeed.cli", "consume", "--from",
                         f"file://{tmp_path}/t?protocol=canal-json", "--lake", str(tmp_path / "lake"),
                         "--master", master], capture_output=True, text=True, cwd=ROOT,
