@@ -99,6 +99,7 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
     lake, log = tmp_path / "lake", tmp_path / "consume.log"
     cp = lake / "_changefeed" / "checkpoint"
     port = _free_port()
+    (tmp_path / "stream").mkdir()  # the transport's folder is there; its topic comes once the consumer is up
     with open(log, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "changefeed.cli", "consume", "--from", stream, "--lake",
                                  str(lake), "--trigger", "processing-time=1 second", "--metrics-port", str(port)],
