@@ -173,7 +173,10 @@ def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBro
     reader.start()
     assert first_batch.wait(400), "".join(err)
     b.stop()
-    time.sleep(5)
+    deadline = time.monotonic() + 180  # down until the consumer has said so (a fixed pause races its watch)
+    while not any("not reachable" in line for line in err) and consume.poll() is None:
+        assert time.monotonic() < deadline, "the consumer never said the brokers were away:\n" + "".join(err)
+        time.sleep(0.5)
     b.start()
     out, _ = consume.communicate(timeout=600)
     reader.join(10)

@@ -87,4 +87,7 @@ def test_every_spelling_of_a_lake_path_is_one_path() -> None:
     assert lake_path("file:///data/lake/") == lake_path("file:/data/lake") == lake_path("/data/lake/") == "/data/lake"
     assert lake_path("file://localhost/data/my%20lake") == "/data/my lake"
     assert lake_path("s3a://bucket/lake/") == "s3a://bucket/lake"
-    assert lake_path("rel/lake/") == "rel/lake"  # Hadoop's default file system resolves it, as before
+    import os
+
+    # a relative path is a local folder, made absolute (Delta reads a relative location as a table name)
+    assert lake_path("rel/lake/") == os.path.join(os.getcwd(), "rel", "lake")
