@@ -144,22 +144,34 @@ def test_refusals_are_one_line_prompt_and_keep_secrets(secure_kafka: SecureBroke
 
 
 def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBroker, tmp_path: Path) -> None:
-    """The workload produced and consumed over SASL_SSL; the broker is stopped after the first micro-batch and
-    started again: the consumer says so, resumes, and the lake verifies against the stream (read over SASL_SSL).
-    Nothing printed or written holds the password."""
+    """The workload's first half produced and consumed over SASL_SSL by a consumer that keeps running (a
+    processing-time trigger); the broker is stopped after its first micro-batch and started again once the
+    consumer has said so; the second half is produced after the restart. The consumer says it once, and when
+    the brokers are back, takes the second half, stops cleanly on SIGTERM, and the lake verifies against the
+    stream's events (read back over SASL_SSL). Nothing printed or written holds the password."""
+    import signal
+
+    import orjson
+
     b = secure_kafka
     events, expected, lake = tmp_path / "events.jsonl", tmp_path / "expected.jsonl", tmp_path / "lake"
     r = cli("workload", "-o", str(events), "--transactions", "600", "--expected", str(expected))
     assert r.returncode == 0, r.stderr
+    lines = events.read_bytes().splitlines(keepends=True)
+    ts = [orjson.loads(line)["commitTs"] for line in lines]
+    cut = next(i for i in range(len(lines) // 2, len(lines)) if ts[i] != ts[i - 1])  # at a transaction boundary
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_bytes(b"".join(lines[:cut]))
+    second.write_bytes(b"".join(lines[cut:]))
     topic = f"t{uuid.uuid4().hex[:8]}"
     uri = b.uri(topic)
-    r = cli("produce", "--sink-uri", uri, "-i", str(events))
+    r = cli("produce", "--sink-uri", uri, "-i", str(first))
     assert r.returncode == 0, r.stderr
     outputs = [r.stdout, r.stderr]
 
     consume = subprocess.Popen([sys.executable, "-m", "changefeed.cli", "consume", "--from", uri, "--lake", str(lake),
-                                "--max-records-per-trigger", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                                "--max-records-per-trigger", "300", "--trigger", "processing-time=1 second"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
     first_batch = threading.Event()
 
@@ -169,16 +181,39 @@ def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBro
             err.append(line)
             if line.startswith("batch 0:"):
                 first_batch.set()
+
+    def said(words: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not any(words in line for line in err):
+            assert consume.poll() is None, "the consumer ended:\n" + "".join(err)
+            assert time.monotonic() < deadline, f"the consumer never said {words!r}:\n" + "".join(err)
+            time.sleep(0.5)
+
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    assert first_batch.wait(400), "".join(err)
-    b.stop()
-    deadline = time.monotonic() + 180  # down until the consumer has said so (a fixed pause races its watch)
-    while not any("not reachable" in line for line in err) and consume.poll() is None:
-        assert time.monotonic() < deadline, "the consumer never said the brokers were away:\n" + "".join(err)
-        time.sleep(0.5)
-    b.start()
-    out, _ = consume.communicate(timeout=600)
+    try:
+        assert first_batch.wait(400), "".join(err)
+        b.stop()
+        said("not reachable", 180)  # the broker stays down until the consumer has said so
+        b.start()
+        said("reachable again", 180)
+        r = cli("produce", "--sink-uri", uri, "-i", str(second))  # after the restart, over SASL_SSL again
+        assert r.returncode == 0, r.stderr
+        outputs += [r.stdout, r.stderr]
+        last = max(ts)
+        deadline = time.monotonic() + 400
+        while True:  # the lake has applied the stream's last watermark (the status reads the progress records)
+            st = cli("status", "--lake", str(lake), "--json")
+            if st.returncode == 0 and orjson.loads(st.stdout)["applied_ts"] >= last:
+                break
+            assert consume.poll() is None, "the consumer ended:\n" + "".join(err)
+            assert time.monotonic() < deadline, st.stdout + st.stderr + "".join(err)
+            time.sleep(2)
+        consume.send_signal(signal.SIGTERM)
+        out, _ = consume.communicate(timeout=300)
+    finally:
+        if consume.poll() is None:
+            consume.kill()
     reader.join(10)
     text = "".join(err)
     assert consume.returncode == 0, text
