@@ -113,8 +113,10 @@ def test_consume_stops_cleanly_on_sigterm_mid_batch_and_reports_metrics(tmp_path
         wait_for("a micro-batch with changes", lambda: any(r["rows"] for r in records(lake)), timeout=600, proc=proc,
                  log=log)
 
-        # /metrics while it runs, parsed: each figure is one the lake's progress records hold
-        m = scrape(url)
+        # /metrics while it runs, parsed: each figure is one the lake's progress records hold (a batch's figures
+        # follow its progress record, so a scrape between the two still shows the batch before)
+        m = wait_for("a micro-batch in /metrics", lambda: (lambda m: m if m["changefeed_batches"][0].value else None)(
+            scrape(url)), timeout=120, proc=proc, log=log)
         recs = records(lake)
         batches = m["changefeed_batches"][0].value
         assert 1 <= batches <= len(recs)

@@ -75,3 +75,17 @@ def test_complete_takes_the_definition_before_from_the_catalog():
     d = Ddl(5, "RENAME TABLE db.t TO db.u", "ActionRenameTable", "db", "u", _t(("id", "int"), name="u"), None)
     complete(d, {("db", "t"): held}, True)
     assert d.before is held
+
+
+def test_a_copy_without_its_definition_is_completed_from_the_table_held():
+    """A canal-json DDL copy decoded where its decoder never saw the table's CREATE (after a query resumed in a
+    broker outage, seen once in CI): the statement applied to the definition the consumer holds."""
+    held = _t(("id", "int"), ("status", "varchar(16)"))
+    q = "ALTER TABLE `db`.`t` ADD COLUMN `coupon` varchar(20) NOT NULL DEFAULT 'NONE'"
+    d = Ddl(10, q, "ActionAddColumn", "db", "t", TableInfo("db", "t"), None)
+    complete(d, {("db", "t"): held}, ddl_definitions=True)
+    assert d.after is not None and [c.name for c in d.after.columns] == ["id", "status", "coupon"]
+    assert d.after.by_name["coupon"].default == "NONE" and d.before is held
+    unknown = Ddl(10, q.replace("`t`", "`u`"), "ActionAddColumn", "db", "u", TableInfo("db", "u"), None)
+    complete(unknown, {("db", "t"): held}, ddl_definitions=True)
+    assert unknown.after is not None and unknown.after.columns == []  # ddl.py names it: nothing to apply it to

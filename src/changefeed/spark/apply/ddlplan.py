@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...ddl import TABLE_RENAMING, drops_table, renames_columns
+from ...ddl import TABLE_RENAMING, changes_columns, drops_table, renames_columns
 from ...errors import ApplyError
 from ...model import TableInfo
 from ..types import text_of
@@ -63,6 +63,14 @@ def complete(d: Ddl, defs: dict[tuple[str, str], TableInfo], ddl_definitions: bo
     before it (protocols that do not carry it, debezium: the one this consumer holds)."""
     if not ddl_definitions and (d.after is None or not d.after.columns):
         interpret(d, defs)
+    elif (d.after is None or not d.after.columns) and changes_columns(d.ddl_type) \
+            and (d.database or "", d.table or "") in defs:
+        # a copy decoded without its table's definition (a canal-json decoder that never saw the table's
+        # CREATE): the statement applied to the definition this consumer holds, as for avro
+        try:
+            interpret(d, defs)
+        except ApplyError:
+            pass  # ddl.py names the DDL the stream gave no definition for
     if d.before is None:
         old = renamed_from(d.query) if d.ddl_type in TABLE_RENAMING else None
         db = old[0] or d.database if old else d.database
