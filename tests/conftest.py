@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -36,70 +37,79 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def serve_until(what: str, argv: list[str], log: Path, ready, timeout: float, env: dict[str, str] | None = None):
+    """Start a real server (`argv`, its output appended to `log`) and return its process once `ready()` holds;
+    the test fails with the server's exit code and the log's end if it exits or is not ready in time."""
+    import subprocess
+    import time
+
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if ready():
+                return proc
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with {proc.returncode}: {log.read_text(errors='replace')[-2000:]}")
+        if time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} did not answer within {timeout:.0f} s (see {log})")
+        time.sleep(0.3)
+
+
+def listening(port: int):
+    """A readiness check: the port takes a connection."""
+    import socket
+
+    def check() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    return check
+
+
+def end(proc, seconds: float = 10) -> None:
+    """Stop a server started by `serve_until`: SIGTERM, then SIGKILL if it lingers."""
+    import subprocess
+
+    proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="session")
 def schema_registry_url():
     """A real schema registry (Apicurio, Confluent API) on 127.0.0.1; the test fails if it cannot start."""
-    import subprocess
-    import time
     import urllib.request
 
     port = _free_port()
-    log = open(ROOT / ".cache" / "registry-test.log", "wb") if (ROOT / ".cache").exists() else subprocess.DEVNULL
-    proc = subprocess.Popen([str(ROOT / "scripts" / "registry"), "run", str(port)], stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}/apis/ccompat/v7"
-    deadline = time.time() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/subjects", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"the schema registry exited with {proc.returncode} (see .cache/registry-test.log)")
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("the schema registry did not answer within 180 s (see .cache/registry-test.log)")
-            time.sleep(0.3)
+    folder = ROOT / ".cache" if (ROOT / ".cache").exists() else Path(tempfile.mkdtemp())
+
+    def answers() -> bool:
+        with urllib.request.urlopen(url + "/subjects", timeout=2):
+            return True
+
+    proc = serve_until("the schema registry", [str(ROOT / "scripts" / "registry"), "run", str(port)],
+                       folder / "registry-test.log", answers, 180)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    end(proc)
 
 
 def start_kafka(port: int, ctrl: int, data: Path):
     """Run scripts/kafka on the given ports and data folder until it listens; fail the test if it cannot."""
-    import socket
-    import subprocess
-    import time
-
-    log = open(data / "broker.log", "ab")
-    proc = subprocess.Popen([str(ROOT / "scripts" / "kafka"), "run", str(port), str(ctrl), str(data)], stdout=log,
-                            stderr=log)
-    deadline = time.time() + 240
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc
-        except OSError:
-            if proc.poll() is not None:
-                tail = (data / "broker.log").read_text()[-2000:]
-                pytest.fail(f"the Kafka broker exited with {proc.returncode}: {tail}")
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("the Kafka broker did not listen within 240 s")
-            time.sleep(0.3)
+    return serve_until("the Kafka broker", [str(ROOT / "scripts" / "kafka"), "run", str(port), str(ctrl), str(data)],
+                       data / "broker.log", listening(port), 240)
 
 
 def stop_kafka(proc) -> None:
-    import subprocess
-
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    end(proc, 30)
 
 
 @pytest.fixture(scope="session")
@@ -166,26 +176,12 @@ class S3Store:
 @pytest.fixture(scope="session")
 def s3_store(tmp_path_factory):
     """A real S3 API server (S3Proxy) on 127.0.0.1 with a bucket `lake`; the test fails if it cannot start."""
-    import socket
-    import subprocess
     import time
 
     port = _free_port()
     data = tmp_path_factory.mktemp("s3")
-    log = open(data / "server.log", "ab")
-    proc = subprocess.Popen([str(ROOT / "scripts" / "s3"), "run", str(port), str(data)], stdout=log, stderr=log)
-    deadline = time.time() + 120
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"S3Proxy exited with {proc.returncode}: {(data / 'server.log').read_text()[-2000:]}")
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("S3Proxy did not listen within 120 s")
-            time.sleep(0.3)
+    proc = serve_until("S3Proxy", [str(ROOT / "scripts" / "s3"), "run", str(port), str(data)], data / "server.log",
+                       listening(port), 120)
     store = S3Store(port)
     from pyarrow import fs
 
@@ -201,8 +197,4 @@ def s3_store(tmp_path_factory):
         proc.kill()
         pytest.fail(f"S3Proxy did not make bucket {store.BUCKET}: {(data / 'server.log').read_text()[-2000:]}")
     yield store
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    end(proc)

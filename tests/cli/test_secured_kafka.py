@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, _free_port
+from tests.conftest import ROOT, _free_port, end, listening, serve_until
 
 SECRET = "Pl4nted-" + uuid.uuid4().hex[:12]  # the SCRAM password: must never be printed or stored
 REG_SECRET = "RegPl4nted-" + uuid.uuid4().hex[:8]
@@ -31,33 +31,13 @@ class SecureBroker:
 
     def start(self) -> None:
         env = {**os.environ, "KAFKA_SCRAM_USER": "changefeed", "KAFKA_SCRAM_PASSWORD": SECRET}
-        log = open(self.data.parent / "broker.log", "ab")
-        self.proc = subprocess.Popen([str(ROOT / "scripts" / "kafka"), "run-secure", str(self.plain), str(self.ctrl),
-                                      str(self.data), str(self.sasl), str(self.ssl)], stdout=log, stderr=log, env=env)
-        deadline = time.time() + 240
-        import socket
-
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.sasl), timeout=1):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    pytest.fail(f"the secured Kafka broker exited with {self.proc.returncode}: "
-                                f"{(self.data.parent / 'broker.log').read_text()[-2000:]}")
-                if time.time() > deadline:
-                    self.proc.kill()
-                    pytest.fail("the secured Kafka broker did not listen within 240 s")
-                time.sleep(0.3)
+        self.proc = serve_until("the secured Kafka broker", [str(ROOT / "scripts" / "kafka"), "run-secure",
+                                str(self.plain), str(self.ctrl), str(self.data), str(self.sasl), str(self.ssl)],
+                                self.data.parent / "broker.log", listening(self.sasl), 240, env)
 
     def stop(self) -> None:
         assert self.proc is not None
-        self.proc.terminate()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end(self.proc, 60)
 
     def uri(self, topic: str, password: str = SECRET, ca: str = "ca.pem", protocol: str = "canal-json") -> str:
         return (f"kafka://127.0.0.1:{self.sasl}/{topic}?protocol={protocol}&enable-tidb-extension=true"
