@@ -37,6 +37,7 @@ log = logging.getLogger("changefeed.lake")
 DELTA_VERSION = "changefeed.delta-version"  # the snapshot summary's record of the Delta version it mirrors
 CATALOG_NAME = "changefeed"
 METADATA = "metadata"
+KEEP_SNAPSHOTS = 20  # Iceberg snapshots (and metadata files) kept: time travel over the last syncs only
 
 
 def catalog_folder(meta: str) -> str:
@@ -62,6 +63,7 @@ class Mirrored:
     """What the mirror knows of one table: the Delta version its Iceberg side holds, and its data files."""
 
     location: str
+    table: Any = None  # the pyiceberg table as this process last committed it (the mirror is its only writer)
     delta_version: int = -1
     files: dict[str, Any] = field(default_factory=dict)  # file URI -> Iceberg DataFile
 
@@ -154,6 +156,7 @@ class IcebergMirror:
         want = {file_uri(os.path.join(path, unquote(p))) for p in adds}
         ice, m = self._iceberg(path, name, cols)
         tx = ice.transaction()
+        evolved = False
         if not same_columns(ice.schema(), cols):
             if not evolvable(ice.schema(), cols):
                 self._forget(path, name)
@@ -162,22 +165,24 @@ class IcebergMirror:
                 tx = ice.transaction()
             else:
                 self._evolve(tx, cols)
+                evolved = True
         added = sorted(want - m.files.keys())
         removed = [m.files[f] for f in m.files.keys() - want]
-        props = {DELTA_VERSION: str(version)}
-        if added or removed or tx.table_metadata.schema() != ice.schema():
+        if added or removed or evolved:
             from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
-            new = [parquet_file_to_data_file(ice.io, tx.table_metadata, f) for f in added]
-            producer = tx.update_snapshot(snapshot_properties=props)
+            meta = tx.table_metadata  # once: each read applies the transaction's updates to a copy again
+            new = [parquet_file_to_data_file(ice.io, meta, f) for f in added]
+            producer = tx.update_snapshot(snapshot_properties={DELTA_VERSION: str(version)})
             with producer.overwrite() if removed else producer.fast_append() as op:
                 for df in removed:
                     if not hasattr(df, "_spec_id"):  # one made here, not read from a manifest: unpartitioned
-                        df.spec_id = tx.table_metadata.default_spec_id
+                        df.spec_id = meta.default_spec_id
                     op.delete_data_file(df)
                 for df in new:
                     op.append_data_file(df)
-            tx.commit_transaction()
+            m.table = tx.commit_transaction()
+            self._expire(m)
             for df in removed:
                 m.files.pop(df.file_path, None)
             m.files.update({df.file_path: df for df in new})
@@ -205,6 +210,8 @@ class IcebergMirror:
         from pyiceberg.table import TableProperties
 
         m = self._known.get(path)
+        if m is not None and m.table is not None:
+            return m.table, m
         try:
             ice = self.catalog.load_table(name)
         except NoSuchTableError:
@@ -217,10 +224,11 @@ class IcebergMirror:
             schema = new_schema(cols)
             ice = self.catalog.create_table(name, schema, location=file_uri(path), properties={
                 TableProperties.DEFAULT_NAME_MAPPING: schema.name_mapping.model_dump_json(),
-                "format-version": "2"})
+                "format-version": "2", TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED: "true",
+                TableProperties.METADATA_PREVIOUS_VERSIONS_MAX: str(KEEP_SNAPSHOTS)})
             m = None
         if m is None:  # first sight in this process: what its current snapshot holds
-            m = Mirrored(ice.location())
+            m = Mirrored(ice.location(), ice)
             snap = ice.current_snapshot()
             if snap is not None:
                 m.delta_version = int((snap.summary or {}).get(DELTA_VERSION, "-1"))
@@ -228,6 +236,18 @@ class IcebergMirror:
                            for e in mf.fetch_manifest_entry(ice.io, discard_deleted=True)}
             self._known[path] = m
         return ice, m
+
+    @staticmethod
+    def _expire(m: Mirrored) -> None:
+        """Snapshots beyond the last `KEEP_SNAPSHOTS` expired, now and then: every commit rewrites the metadata
+        file, which lists them all (its data files stay: they are Delta's, which VACUUM removes)."""
+        snaps = m.table.metadata.snapshots
+        if len(snaps) > 2 * KEEP_SNAPSHOTS:
+            old = sorted(snaps, key=lambda s: s.timestamp_ms)[:-KEEP_SNAPSHOTS]
+            current = m.table.metadata.current_snapshot_id
+            m.table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in old
+                                                           if s.snapshot_id != current]).commit()
+            m.table = m.table.refresh()
 
     @staticmethod
     def _evolve(tx: Any, cols: list[tuple[str, Any]]) -> None:
