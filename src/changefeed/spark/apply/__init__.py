@@ -18,7 +18,8 @@ writes and DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in 
 definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on Delta), `changelog` (each
 batch's append and cutoff), `state` (what survives a restart, and the progress records), `restart` (what a restart
 reads back), `lake` (Delta and the file system; under it the driver's Delta log writers: `deltalog`, `log_rs`,
-`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`.
+`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`; `names` (the
+tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg side), told by `lake`.
 """
 
 from __future__ import annotations
