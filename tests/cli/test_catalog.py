@@ -22,7 +22,7 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess
 
 def test_a_second_session_reads_the_tables_by_name_and_pyiceberg_their_iceberg_side(tmp_path: Path) -> None:
     events, expected = tmp_path / "events.jsonl", tmp_path / "expected.jsonl"
-    r = cli("workload", "-o", str(events), "--transactions", "200", "--expected", str(expected))
+    r = cli("workload", "-o", str(events), "--transactions", "120", "--expected", str(expected))
     assert r.returncode == 0, r.stderr
     topic = f"file://{tmp_path}/topic?protocol=canal-json&enable-tidb-extension=true"
     r = cli("produce", "--sink-uri", topic, "-i", str(events))

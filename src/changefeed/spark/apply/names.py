@@ -184,6 +184,10 @@ class TableNames:
 
     def start(self, spark: SparkSession, tables: list[str]) -> None:
         """A consumer's start: every table the lake holds named (a catalog turned on over an existing lake)."""
+        cat = self.naming.catalog
+        if cat is not None and cat != "spark_catalog" and spark.conf.get(f"spark.sql.catalog.{cat}", None) is None:
+            raise ConfigError(f"--catalog {cat}: Spark has no such catalog (spark_catalog, or one set with "
+                              f"--conf spark.sql.catalog.{cat}=<class>)")
         for path in tables:
             self.register(spark, path)
 
