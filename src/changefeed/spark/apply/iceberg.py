@@ -101,7 +101,7 @@ class IcebergMirror:
 
     def moved(self, dst: str) -> None:
         folder = os.path.join(dst, METADATA)
-        if os.path.isfile(os.path.join(dst, "_delta_log", "00000000000000000000.json")) and os.path.isdir(folder):
+        if os.path.isdir(os.path.join(dst, "_delta_log")) and os.path.isdir(folder):
             shutil.rmtree(folder)  # ours: the Iceberg metadata of the table before it moved
 
     def dropping(self, path: str, name: tuple[str, str]) -> None:
