@@ -216,6 +216,12 @@ class IcebergMirror:
             ice = self.catalog.load_table(name)
         except NoSuchTableError:
             ice = None
+        except OSError:  # its metadata file is gone (a VACUUM of the Delta table removes files it does not know)
+            log.warning("%s.%s: its Iceberg metadata is gone: made anew", *name)
+            self.catalog.drop_table(name)
+            ice = None
+        if ice is None and os.path.isdir(os.path.join(path, METADATA)):
+            shutil.rmtree(os.path.join(path, METADATA))  # ours, no catalog names it: it would shadow the new one
         if ice is not None and ice.location().rstrip("/") != file_uri(path):
             raise ApplyError(f"Iceberg catalog table {name[0]}.{name[1]} is at {ice.location()}, not {path}: "
                              "not replaced")

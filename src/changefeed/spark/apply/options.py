@@ -76,3 +76,6 @@ class ApplyOptions:
         if self.table_format == "delta+iceberg" and self.table_features != features.MINIMAL:
             raise ApplyError("table-format delta+iceberg needs table-features minimal (Iceberg readers do not read "
                              "Delta's column mapping or type widening)")
+        if self.table_format == "delta+iceberg" and self.vacuum_retention_hours is not None:
+            raise ApplyError("table-format delta+iceberg keeps Iceberg metadata in each table's folder, which Delta's "
+                             "VACUUM would remove: vacuum-retention is refused with it")
