@@ -153,7 +153,7 @@ def _report() -> Any:
 
 def test_iceberg_metadata_removed_behind_its_back_is_made_anew(lake: Path) -> None:
     """A VACUUM of the Delta table (by a user) removes the files its log does not know, Iceberg's among them: the
-    next consumer makes the Iceberg side anew rather than fail on every batch."""
+    mirror makes the Iceberg side anew rather than fail on every batch."""
     t = lake / "app" / "t"
     write_deltalake(str(t), batch([1, 2]))
     IcebergMirror(str(lake / "_changefeed")).sync(str(t), ("app", "t"))
@@ -163,3 +163,7 @@ def test_iceberg_metadata_removed_behind_its_back_is_made_anew(lake: Path) -> No
     again.sync(str(t), ("app", "t"))
     assert iceberg_rows(t) == delta_rows(t) and len(delta_rows(t)) == 3
     assert again.catalog.load_table(("app", "t")).scan().to_arrow().num_rows == 3
+    shutil.rmtree(t / "metadata")  # and under a running mirror, which holds the table it last committed
+    write_deltalake(str(t), batch([4]), mode="append")
+    again.sync(str(t), ("app", "t"))
+    assert iceberg_rows(t) == delta_rows(t) and len(delta_rows(t)) == 4

@@ -137,7 +137,16 @@ class IcebergMirror:
         return os.path.exists(os.path.join(path, "_delta_log", f"{m.delta_version + 1:020d}.json"))
 
     def sync(self, path: str, name: tuple[str, str], report: SyncReport | None = None) -> None:
-        """The Iceberg side of the Delta table at `path` brought to the table's latest version."""
+        """The Iceberg side of the Delta table at `path` brought to the table's latest version; made anew when its
+        metadata files went missing under this process (a VACUUM of the Delta table removes them)."""
+        try:
+            self._sync(path, name, report)
+        except OSError:
+            if self._known.pop(path, None) is None:
+                raise
+            self._sync(path, name, report)  # read from the catalog again: made anew if its files are gone
+
+    def _sync(self, path: str, name: tuple[str, str], report: SyncReport | None) -> None:
         t0 = time.monotonic()
         if not os.path.isdir(os.path.join(path, "_delta_log")):
             return
