@@ -245,6 +245,9 @@ def consume(
     max_records_per_trigger: opt.MaxRecords = None,
     on_ddl_error: opt.OnDdlError = "stop",
     table_features: opt.TableFeatures = "auto",
+    catalog: opt.Catalog = None,
+    database_prefix: opt.DatabasePrefix = None,
+    table_format: opt.TableFormat = None,
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
     vacuum_retention: opt.VacuumRetention = None,
@@ -265,6 +268,9 @@ def consume(
         from .spark.source import parse_source
 
         proto, opts = _codec_opts(source, protocol, option)
+        from .spark.apply.names import lake_settings
+
+        naming = lake_settings(str(config) if config else None, catalog, database_prefix, table_format)
         base = source.split("?", 1)[0]
         require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
         lake = lake_path(lake)
@@ -296,7 +302,8 @@ def consume(
                 query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
                                            watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=on_batch,
                                            table_features=table_features, changelog=changelog,
-                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard)
+                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard,
+                                           catalog=naming[0], database_prefix=naming[1], table_format=naming[2])
                 stop.attach(query)
                 if metrics is not None:
                     metrics.query = query
@@ -501,6 +508,9 @@ def run(
     conf: opt.SparkConf = None,
     rate: opt.Rate = None,
     table_features: opt.TableFeatures = "auto",
+    catalog: opt.Catalog = None,
+    database_prefix: opt.DatabasePrefix = None,
+    table_format: opt.TableFormat = None,
     vacuum_retention: opt.VacuumRetention = None,
     fresh: opt.Fresh = True,
     metrics_port: opt.MetricsPort = None,
@@ -516,10 +526,14 @@ def run(
         from .job import run as run_job
 
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
+        from .spark.apply.names import lake_settings
+
+        cat, prefix, fmt = lake_settings(str(config) if config else None, catalog, database_prefix, table_format)
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,
                         max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features,
-                        vacuum_retention=vacuum_retention, lake_uri=lake_path(lake) if lake else None, fresh=fresh)
+                        vacuum_retention=vacuum_retention, lake_uri=lake_path(lake) if lake else None, fresh=fresh,
+                        catalog=cat, database_prefix=prefix, table_format=fmt)
         if lake:
             open_lake(ro.lake_uri or lake)  # a local lake: refused, in one line, when it holds the user's files
         folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files

@@ -75,11 +75,13 @@ def command_spark(master: str | None, folder: Path | None = None, debug: bool = 
     it starts writes the JVM's output and Spark's warehouse under `folder` (spark/logs.py), not on the terminal
     or in the current folder; `debug` keeps them as Spark has them."""
     from .spark import spark_session
-    from .spark.logs import quiet_launch
+    from .spark.logs import keep_derby_log, metastore_defaults, quiet_launch
     from .spark.settings import user_settings
 
+    user = user_settings(conf, config)
     with quiet_launch(folder, debug) as launch:
-        spark = spark_session(master, conf={**launch, **user_settings(conf, config)})
+        spark = spark_session(master, conf={**launch, **metastore_defaults(user, folder), **user})
+    keep_derby_log(spark, folder)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

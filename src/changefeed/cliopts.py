@@ -21,6 +21,12 @@ Config = Annotated[Path | None, typer.Option("--config", help="changefeed TOML (
 TableFeatures = Annotated[str, typer.Option(
     help="auto: turn Delta's column mapping / type widening on when a DDL needs it; minimal: rewrite the table "
          "instead, so delta-rs, Polars and DuckDB keep reading it")]
+Catalog = Annotated[str | None, typer.Option(
+    help="a Spark catalog (spark_catalog: the session's, a Hive metastore with its settings) that names each table "
+         "<db>.<table> (default: the TOML's \\[lake] catalog, else tables by path only)")]
+DatabasePrefix = Annotated[str | None, typer.Option(help="put before each database name in --catalog and Iceberg")]
+TableFormat = Annotated[str | None, typer.Option(
+    help="delta (default), or delta+iceberg: each table also an Iceberg table over the same files (docs/catalog.md)")]
 MaxRecords = Annotated[int | None, typer.Option(help="Kafka: records per micro-batch")]
 Master = Annotated[str | None, typer.Option(help="Spark master (default local[2] or SPARK_MASTER)")]
 SparkConf = Annotated[list[str] | None, typer.Option(

@@ -47,6 +47,9 @@ class RunOptions:
     config: Path | None = None  # a changefeed TOML (dispatchers, column selectors ...)
     vacuum_retention: float | None = None  # hours: the consumer VACUUMs its tables (None: never)
     lake_uri: str | None = None  # the lake where the user keeps it (a folder, s3a://...); None: <work>/lake
+    catalog: str | None = None  # a Spark catalog naming the tables (spark/apply/names.py)
+    database_prefix: str = ""
+    table_format: str = "delta"  # or delta+iceberg
     fresh: bool = True  # --fresh: a lake of the user's (lake_uri) must not hold an earlier run's tables
 
     @property
@@ -287,7 +290,9 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     consume_start = time.monotonic()
     query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
                                trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
-                               table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention)
+                               table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention,
+                               catalog=opts.catalog, database_prefix=opts.database_prefix,
+                               table_format=opts.table_format)
     ready = time.monotonic() + 300
     while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
             and "Waiting for data" not in str(query.status.get("message", "")):

@@ -68,3 +68,32 @@ def quiet_launch(folder: Path | None, debug: bool = False) -> Iterator[dict[str,
         os.dup2(saved[1], 2)
         for d in (fd, *saved):
             os.close(d)
+
+
+METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+
+
+def metastore_defaults(user: dict[str, str], folder: Path | None) -> dict[str, str]:
+    """Where a session this process starts keeps Spark's warehouse and, with Hive support but no metastore named
+    (no metastore URI, no JDBC URL, no hive-site.xml), the embedded Derby metastore: under `folder`, never the
+    current folder (Hive's default `metastore_db/`, Spark's `spark-warehouse/`). The user's settings win."""
+    if folder is None:
+        return {}
+    out = {"spark.sql.warehouse.dir": str(folder / "warehouse")}
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
+    if user.get("spark.sql.catalogImplementation") == "hive" and METASTORE_URL not in user \
+            and "spark.hadoop.hive.metastore.uris" not in user \
+            and not os.path.exists(os.path.join(conf_dir, "hive-site.xml")):
+        out[METASTORE_URL] = f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true"
+    return out
+
+
+def keep_derby_log(spark: object, folder: Path | None) -> None:
+    """Derby's log (`derby.log`, in the current folder by default) beside Spark's log, unless the user set it: the
+    embedded metastore starts at the first catalog call, after this."""
+    if folder is None:
+        return
+    system = spark._jvm.java.lang.System  # type: ignore[attr-defined]
+    if system.getProperty("derby.stream.error.file") is None and system.getProperty("derby.system.home") is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        system.setProperty("derby.stream.error.file", str(folder / "derby.log"))

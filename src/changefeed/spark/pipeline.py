@@ -126,7 +126,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None,
                   traits: StreamTraits | None = None, vacuum_retention_hours: float | None = None,
-                  compact: bool = True,
+                  compact: bool = True, catalog: str | None = None, database_prefix: str = "",
+                  table_format: str = "delta",
                   batch_guard: Callable[[Callable[[DataFrame, int], BatchReport]],
                                         Callable[[DataFrame, int], BatchReport]] | None = None,
                   ) -> StreamingQuery | BatchReport:
@@ -142,6 +143,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `read_changes` gave `changes` (a DataFrame made from them needs them given).
     `vacuum_retention_hours`: VACUUM the consumer's tables after micro-batches, with that retention (None: never);
     `compact`: compact small files (Delta's auto compaction, the changelog's): see `apply.maintenance`.
+    `catalog`: a Spark catalog naming each table `<database_prefix><db>.<table>`; `table_format` "delta+iceberg":
+    each table also an Iceberg table over the same files, which implies table_features="minimal" (`apply.names`).
     `batch_guard`: wraps the streaming query's micro-batch function (`stopping.GracefulStop.guard`: a stop on
     a signal lets the batch in hand complete)."""
     stream = _carried(changes)
@@ -156,6 +159,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         partitions = stream.source.partitions
     if changelog not in ("minimal", "full"):
         raise ValueError(f"changelog is minimal or full, not {changelog!r}")
+    if table_format == "delta+iceberg":
+        table_features = "minimal"  # Iceberg readers read neither column mapping nor type widening
     opts = ApplyOptions(keys=keys, sequence_by=[sequence_by] if isinstance(sequence_by, str) else list(sequence_by),
                         scd_type=int(stored_as_scd_type), apply_as_deletes=apply_as_deletes,
                         apply_as_truncates=apply_as_truncates, column_list=column_list,
@@ -165,7 +170,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         ddl_definitions=traits.ddl_definitions, untimed_deletes=traits.untimed_deletes,
                         ddl_barrier=not watermarks and traits.ddl_broadcast,
                         text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog,
-                        vacuum_retention_hours=vacuum_retention_hours, compact=compact)
+                        vacuum_retention_hours=vacuum_retention_hours, compact=compact, catalog=catalog,
+                        database_prefix=database_prefix, table_format=table_format)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

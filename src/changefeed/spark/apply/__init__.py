@@ -18,7 +18,8 @@ writes and DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in 
 definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on Delta), `changelog` (each
 batch's append and cutoff), `state` (what survives a restart, and the progress records), `restart` (what a restart
 reads back), `lake` (Delta and the file system; under it the driver's Delta log writers: `deltalog`, `log_rs`,
-`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`.
+`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`; `names` (the
+tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg side), told by `lake`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from .catalog import SHAPE_HASH, TableCatalog
 from .changelog import Appending, Changelog
 from .ddl import DdlApplier
 from .ddlplan import Ddl
+from .iceberg import SyncReport
 from .lake import Lake, read_json_files
 from .lease import OWNER, Lease
 from .maintenance import Maintenance
+from .names import table_names
 from .options import DEAD_LETTER_SCHEMA, END_AT, ROW_KINDS_SQL, START_AT, ApplyOptions, q
 from .ordering import date_deletes
 from .params import bind
@@ -70,6 +73,7 @@ class ChangeApplier:
         self.layout = self.store.layout
         self.progress = ProgressLog(self.store)
         self._loaded = False
+        self._tables: list[str] = []  # the lake's tables at start (with names or an Iceberg side)
         self.state = ConsumerState()  # persisted in each progress record (see `state`)
         self.catalog = TableCatalog(self.o, self.state)  # rebuilt from the changelog at start
         self.proj = Projection(self.o, self.catalog)
@@ -81,6 +85,8 @@ class ChangeApplier:
         self.windows = WindowApplier(self.o, self.catalog, self.state, self.writers.write, self.writers.ddls)
         self.backlog = Backlog(self.o, self.state, self.store, self.windows)
         self.changelog = Changelog(self.store, self.progress, self.o)
+        self.names = table_names(self.lake, self.o, self.layout.meta)
+        self.store.names = self.names if self.names.active else None
 
     @property
     def spark(self) -> SparkSession:
@@ -124,6 +130,9 @@ class ChangeApplier:
         self.backlog.pending_rows = restore(self.store, self.progress, self.state, self.catalog, self.o)
         # what a run stopped between a shared write and its commits left staged (never in any table's log)
         self.store.remove_own(self.store.staging)
+        if self.names.active:  # names for the tables already there (a catalog turned on over a lake)
+            self._tables = self.store.all_tables()
+            self.names.start(self.spark, self._tables)
 
     # --- one micro-batch --------------------------------------------------------------------------
     def process(self, changes: DataFrame, batch_id: int) -> BatchReport:
@@ -173,6 +182,11 @@ class ChangeApplier:
             if log is not None and log.thread is not None:
                 log.thread.join()  # a failed write: the append still reads the cache
             self.backlog.release_batch(batch_id, changes, log.kept if log is not None else None)
+        if self.names.mirror is not None:  # the Iceberg side in step with the batch's Delta commits
+            synced = SyncReport()
+            self.names.sync(sorted({*self._tables, *self.store.known_tables()}), synced)
+            rep.iceberg_commits = synced.tables
+            lap("iceberg")
         self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables())
         lap("maintenance")
         rep.applied_ts = st.applied_ts

@@ -64,6 +64,8 @@ class DdlApplier:
             for path in lake.tables_of(db) if db else []:
                 if lake.txn_version(path) < version:  # not one created again after the DROP
                     lake.drop(path)
+            if db and lake.names is not None:
+                lake.names.drop_database(lake.spark, db)
             return
         if a in ("ActionCreateSchema", "ActionModifySchemaCharsetAndCollate", "ActionNone"):
             return

@@ -28,6 +28,8 @@ from .options import sql_string
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from .names import TableNames
+
 
 def read_json_files(spark: SparkSession, folder: str, prefix: str, *, last: bool = False) -> list[Any]:
     """The JSON files `<folder>/<prefix>*.json`, in name order (`last=True`: only the last), parsed."""
@@ -74,6 +76,7 @@ class Lake:
         self._versions: dict[str, int] = {}  # per table path: the version it is complete up to (memory only)
         self._tables: set[str] = set()  # paths known to hold a Delta table (made or seen by create_table)
         self.logs = DeltaLogs(self)  # driver-side commits (creating plain tables, `multiwrite`)
+        self.names: TableNames | None = None  # the catalogs that name the tables (`names`), told what happens here
 
     @property
     def spark(self) -> SparkSession:
@@ -206,6 +209,8 @@ class Lake:
             return
         if self.exists(path):
             self._tables.add(path)
+            if self.names is not None:
+                self.names.created(self.spark, path)
             return
         from delta.tables import DeltaTable
 
@@ -220,6 +225,8 @@ class Lake:
         else:  # the same commit, made without planning a CREATE TABLE statement (a database's tables: many)
             self.logs.create(path, schema.json(), marks)
         self._tables.add(path)
+        if self.names is not None:
+            self.names.created(self.spark, path)
         if version is not None:
             self.committed(path, version)
 
@@ -268,9 +275,13 @@ class Lake:
         fs, ps = self._fs(src)
         _, pd = self._fs(dst)
         if fs.exists(ps) and not fs.exists(pd):
+            if self.names is not None:
+                self.names.moving(self.spark, src)
             fs.mkdirs(pd.getParent())
             if not fs.rename(ps, pd):
                 return False
+            if self.names is not None:
+                self.names.moved(self.spark, dst)
             self._versions.pop(src, None)
             self._versions.pop(dst, None)
             for p in (src, dst):
@@ -283,6 +294,8 @@ class Lake:
         never a folder of the user's that happens to sit at that path."""
         fs, p = self._fs(path)
         if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
+            if self.names is not None:
+                self.names.dropping(self.spark, path)
             fs.delete(p, True)
         self._versions.pop(path, None)
         self._tables.discard(path)
@@ -347,6 +360,14 @@ class Lake:
             return []
         return [self.layout.table(db, st.getPath().getName()) for st in fs.listStatus(p) if st.isDirectory()
                 and fs.exists(st.getPath().suffix("/_delta_log"))]  # Delta tables only, not the user's folders
+
+    def all_tables(self) -> list[str]:
+        """Every Delta table of the lake (`<lake>/<db>/<table>`; not the lake's own, under `_changefeed`)."""
+        fs, p = self._fs(self.layout.lake)
+        if not fs.exists(p):
+            return []
+        dbs = [st.getPath().getName() for st in fs.listStatus(p) if st.isDirectory()]
+        return [t for db in sorted(dbs) if not db.startswith("_") for t in self.tables_of(db)]
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         jvm = self.spark._jvm  # type: ignore[attr-defined]

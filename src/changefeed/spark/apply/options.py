@@ -57,6 +57,11 @@ class ApplyOptions:
     # (None: never), and compaction (Delta's auto compaction for MERGE-written tables, the changelog's small files)
     vacuum_retention_hours: float | None = None
     compact: bool = True
+    # the lake's tables by name (`names`): a Spark catalog (None: by path only), a prefix of its databases, and
+    # "delta+iceberg": each table also an Iceberg table over the same files (`iceberg`)
+    catalog: str | None = None
+    database_prefix: str = ""
+    table_format: str = "delta"
 
     def check(self) -> None:
         """Refuse settings that contradict each other, before anything is read or written."""
@@ -66,3 +71,11 @@ class ApplyOptions:
             raise ApplyError(f"on_ddl_error is stop or skip, not {self.on_ddl_error!r}")
         if self.track_history_column_list is not None and self.scd_type != 2:
             raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")
+        if self.table_format not in ("delta", "delta+iceberg"):
+            raise ApplyError(f"table-format is delta or delta+iceberg, not {self.table_format!r}")
+        if self.table_format == "delta+iceberg" and self.table_features != features.MINIMAL:
+            raise ApplyError("table-format delta+iceberg needs table-features minimal (Iceberg readers do not read "
+                             "Delta's column mapping or type widening)")
+        if self.table_format == "delta+iceberg" and self.vacuum_retention_hours is not None:
+            raise ApplyError("table-format delta+iceberg keeps Iceberg metadata in each table's folder, which Delta's "
+                             "VACUUM would remove: vacuum-retention is refused with it")

@@ -82,6 +82,7 @@ class BatchReport:
     upgrades: list[features.Upgrade] = field(default_factory=list)  # Delta features a DDL turned on
     watermarks: dict[str, int] = field(default_factory=dict)  # per partition, after the batch (metrics)
     known_tables: int = 0  # tables the consumer knows a definition of, after the batch (metrics, status)
+    iceberg_commits: int = 0  # Iceberg commits of the tables' Iceberg side (table-format delta+iceberg)
 
     def count(self, agg: Sequence[Mapping[str, Any]]) -> None:
         """The batch's changes and errors, and its latest commit ts, from its first job's counts (per kind,
