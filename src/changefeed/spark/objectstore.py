@@ -136,3 +136,40 @@ def check_store(spark: SparkSession, path: str, option: str = "--lake") -> None:
         if not type(e).__module__.startswith(("py4j", "pyspark")):
             raise
         raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None
+
+
+def put_if_absent(spark: SparkSession, path: str, data: bytes) -> bool:
+    """Create the object at an s3a:// path only if no object is there (a conditional PUT, `If-None-Match: *`):
+    False when one is (HTTP 412). Made with the session's own S3A client (its endpoint, credentials and retries),
+    so the store itself decides between two writers racing for the same key: AWS S3 and S3-compatible stores that
+    implement conditional writes answer it atomically. A store that ignores the header overwrites (the caller
+    reads back what it wrote to catch that)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    fs = p.getFileSystem(_hadoop(spark))
+    u = urlparse(path)
+    model = jvm.software.amazon.awssdk.services.s3.model
+    req = model.PutObjectRequest.builder().bucket(u.netloc).key(u.path.lstrip("/")).ifNoneMatch("*") \
+        .contentLength(len(data)).build()
+    client = fs.getS3AInternals().getAmazonS3Client("changefeed: conditional put")
+    try:
+        client.putObject(req, jvm.software.amazon.awssdk.core.sync.RequestBody.fromBytes(bytearray(data)))
+    except Exception as e:  # noqa: BLE001 - py4j carries the store's answer
+        j = getattr(e, "java_exception", None)
+        status = getattr(j, "statusCode", None) if j is not None else None
+        if status is not None and int(status()) == 412:
+            return False
+        raise
+    return True
+
+
+def put(spark: SparkSession, path: str, data: bytes) -> None:
+    """Write (or replace) one object in place: on S3 a PUT makes the object appear whole or not at all, so the
+    local way (write aside, delete the old one, rename) would only open a moment where it is missing."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    out = p.getFileSystem(_hadoop(spark)).create(p, True)
+    try:
+        out.write(bytearray(data))
+    finally:
+        out.close()
