@@ -194,3 +194,44 @@ def test_an_owner_claim_on_s3_is_created_once_by_the_store(spark, s3_store) -> N
                          endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
     with s3.open_input_stream(f"{s3_store.BUCKET}/{key}") as f:
         assert f.read() == b'{"token": "first"}'
+
+
+def test_a_store_without_conditional_writes_still_creates_a_claim_once(spark, s3_store, tmp_path: Path) -> None:
+    """S3Proxy's jclouds `transient` backend refuses `If-None-Match` (HTTP 501): the claim is then made with Hadoop's
+    create-unless-there (look, then write), which still refuses a key that is there."""
+    import os
+    import socket
+
+    from pyarrow import fs
+
+    from changefeed.spark.objectstore import put_if_absent
+    from tests.conftest import _free_port
+
+    port = _free_port()
+    log = open(tmp_path / "server.log", "ab")  # noqa: SIM115 - the server's whole life
+    proc = subprocess.Popen([str(ROOT / "scripts" / "s3"), "run", str(port), str(tmp_path / "s3")], stdout=log,
+                            stderr=log, env=dict(os.environ, S3_PROVIDER="transient"))
+    try:
+        s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                             endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    pass
+                s3.create_dir("legacy")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.3)
+        conf = spark._jsc.hadoopConfiguration()
+        for k, v in s3_store.conf(**{"spark.hadoop.fs.s3a.endpoint": f"http://127.0.0.1:{port}"}).items():
+            conf.set(k.removeprefix("spark.hadoop.").replace("fs.s3a.", "fs.s3a.bucket.legacy.", 1), v)
+        assert put_if_absent(spark, "s3a://legacy/claims/0.json", b'{"token": "first"}') is True
+        assert put_if_absent(spark, "s3a://legacy/claims/0.json", b'{"token": "second"}') is False
+        with s3.open_input_stream("legacy/claims/0.json") as f:
+            assert f.read() == b'{"token": "first"}'
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
