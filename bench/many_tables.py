@@ -1,11 +1,13 @@
 """The same changes over few tables and over many: does the pipeline's cost follow changes or tables?
 
-    .venv/bin/python bench/many_tables.py [--changes 20000] [--tables 4,200] [--batches 4] [--brokers HOST:PORT]
+    .venv/bin/python bench/many_tables.py [--changes 20000] [--tables 4,200] [--batches 4] [--brokers HOST:PORT] [--s3]
 
 One canal-json topic per run (3 partitions, a watermark every 100 ms of commit time), each table created by a
 DDL first, then the changes spread round robin over the tables (inserts, a third of them updates of earlier
 keys). `read_changes` + `apply_changes` land it in Delta on local[2] in the same number of micro-batches;
-the figure is the seconds of each run and their ratio to the fewest tables' run (issue 19: at most 1.5x).
+the figure is the seconds of each run and their ratio to the fewest tables' run (issue 19: at most 1.5x). With
+--s3 each topic is also consumed into a lake on S3 (S3Proxy on 127.0.0.1, started here) right after the local one,
+in the same session: the S3 lake's seconds and their ratio to the local lake's (issue 36: at most 1.5x).
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from changefeed.model import Column, Event, Index, Kind, TableInfo  # noqa: E402
 from kafka import broker  # noqa: E402
-from spark_pipeline import ours, produce  # noqa: E402
+from s3lake import s3_lake  # noqa: E402
+from spark_pipeline import PHASES, ours, produce  # noqa: E402
 
 TARGET_RATIO = 1.5
+S3_RATIO = 1.5  # issue 36: the S3 lake within 1.5x of the local one
 
 
 def table(i: int) -> TableInfo:
@@ -54,49 +59,79 @@ def events(n: int, tables: int) -> list[Event]:
     return out
 
 
-def check(spark, lake: Path, evs: list[Event]) -> None:  # noqa: ANN001 - a SparkSession
+def check(spark, lake: Path | str, evs: list[Event]) -> None:  # noqa: ANN001 - a SparkSession
     """Every table holds as many rows as keys were inserted into it (a run that lost changes is no figure)."""
     want: dict[str, int] = {}
     for ev in evs:
         if ev.kind is Kind.INSERT and ev.table is not None:
             want[ev.table.table] = want.get(ev.table.table, 0) + 1
     for name, rows in want.items():
-        got = spark.read.format("delta").load(str(lake / "many" / name)).count()
+        got = spark.read.format("delta").load(f"{lake}/many/{name}").count()
         if got != rows:
             raise RuntimeError(f"many.{name}: {got} rows landed, {rows} expected")
 
 
-def run(n: int, counts: list[int], batches: int, brokers: str | None = None) -> list[tuple[int, float]]:
+def _timed(spark, where: str, topic: str, lake: Path | str, per_batch: int,  # noqa: ANN001 - a SparkSession
+           evs: list[Event]) -> tuple[float, dict[str, float]]:
+    """Seconds of one run into `lake`, checked, and the seconds of each step its micro-batches recorded."""
+    before = dict(PHASES)
+    seconds = ours(spark, where, topic, lake, per_batch)
+    check(spark, lake, evs)
+    return seconds, {k: v - before.get(k, 0.0) for k, v in PHASES.items()}
+
+
+def run(n: int, counts: list[int], batches: int, brokers: str | None = None,
+        s3: bool = False) -> list[tuple[int, float, float | None]]:
+    """(tables, seconds on a local lake, seconds on an S3 lake or None) per table count; with `s3`, each topic is
+    consumed into a local lake and then into an S3 one (S3Proxy on this machine) back to back, by one session."""
     from changefeed.spark import spark_session
 
-    out: list[tuple[int, float]] = []
-    with tempfile.TemporaryDirectory() as tmp, broker(brokers, Path(tmp)) as where:
-        spark = spark_session("local[2]", "changefeed-bench-many-tables")
+    out: list[tuple[int, float, float | None]] = []
+    with tempfile.TemporaryDirectory() as tmp, broker(brokers, Path(tmp)) as where, \
+            (s3_lake(Path(tmp) / "s3") if s3 else nullcontext()) as store:
+        spark = spark_session("local[2]", "changefeed-bench-many-tables", conf=store.conf() if store else None)
         spark.sparkContext.setLogLevel("ERROR")
         # an untimed run of the first shape first: the JVM's JIT, Delta's classes and the Python workers are then
         # as warm for the first figure as for the later ones (with a small warm-up only, the first figure, the
-        # ratio's base, measured ~1.4x slower alone than after the 1M-change benchmark in `run_all`)
+        # ratio's base, measured ~1.4x slower alone than after the 1M-change benchmark in `run_all`); on S3 too
+        # (S3A's client and its connection pool)
         warm = f"many_warm_{uuid.uuid4().hex[:8]}"
         produce(events(n, counts[0]), where, warm)
         ours(spark, where, warm, Path(tmp) / "warm", (n + counts[0]) // batches + 1)
+        if store is not None:
+            ours(spark, where, warm, store.url(warm), (n + counts[0]) // batches + 1)
         for tables in counts:
             topic = f"many_{tables}_{uuid.uuid4().hex[:8]}"
             evs = events(n, tables)
             produce(evs, where, topic)
-            lake = Path(tmp) / f"lake_{tables}"
-            seconds = ours(spark, where, topic, lake, (n + tables) // batches + 1)
-            check(spark, lake, evs)
-            out.append((tables, seconds))
+            per_batch = (n + tables) // batches + 1
+            local, lp = _timed(spark, where, topic, Path(tmp) / f"lake_{tables}", per_batch, evs)
+            remote = None
+            if store is not None:
+                remote, rp = _timed(spark, where, topic, store.url(topic), per_batch, evs)
+                STEPS[tables] = (lp, rp)
+            out.append((tables, local, remote))
     return out
 
 
-def print_table(n: int, rows: list[tuple[int, float]]) -> None:
+STEPS: dict[int, tuple[dict[str, float], dict[str, float]]] = {}  # per table count: local's and S3's steps
+
+
+def print_table(n: int, rows: list[tuple[int, float, float | None]]) -> None:
     base = rows[0][1]
+    s3 = any(r is not None for _, _, r in rows)
     print(f"{'tables':>8} {'changes':>9} {'seconds':>9} {'changes/s':>10} {'vs ' + str(rows[0][0]) + ' tables':>14} "
-          f"{'target':>8}")
-    for tables, seconds in rows:
-        print(f"{tables:>8} {n:>9,} {seconds:>9.1f} {n / seconds:>10,.0f} {seconds / base:>13.2f}x "
-              f"{'<=' + str(TARGET_RATIO) + 'x':>8}")
+          f"{'target':>8}" + (f" {'S3 lake s':>10} {'S3/local':>9} {'target':>8}" if s3 else ""))
+    for tables, seconds, remote in rows:
+        line = (f"{tables:>8} {n:>9,} {seconds:>9.1f} {n / seconds:>10,.0f} {seconds / base:>13.2f}x "
+                f"{'<=' + str(TARGET_RATIO) + 'x':>8}")
+        if remote is not None:
+            line += f" {remote:>10.1f} {remote / seconds:>8.2f}x {'<=' + str(S3_RATIO) + 'x':>8}"
+        print(line)
+    for tables, (lp, rp) in STEPS.items():
+        steps = sorted(set(lp) | set(rp), key=lambda k: -rp.get(k, 0.0))
+        print(f"  {tables} tables, seconds per step summed over the micro-batches, local / S3: "
+              + ", ".join(f"{k} {lp.get(k, 0.0):.1f}/{rp.get(k, 0.0):.1f}" for k in steps))
 
 
 def main() -> None:
@@ -105,12 +140,13 @@ def main() -> None:
     ap.add_argument("--tables", default="4,200", help="table counts, the first one the baseline")
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
+    ap.add_argument("--s3", action="store_true", help="each run on a local lake and on an S3 lake (S3Proxy)")
     args = ap.parse_args()
     counts = [int(x) for x in args.tables.split(",")]
     t0 = time.perf_counter()
     print(f"{args.changes:,} canal-json changes from Kafka into Delta (SCD1) over {counts} tables, "
           f"{args.batches} micro-batches, Spark local[2]")
-    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers))
+    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers, args.s3))
     print(f"({time.perf_counter() - t0:.0f} s in all)")
 
 

@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--fresh-transactions", type=int, default=6000,
                     help="transactions of the freshness benchmark (`changefeed run --rate`; 0: leave out)")
     ap.add_argument("--fresh-rate", type=int, default=250, help="events/s the freshness benchmark's source sends")
+    ap.add_argument("--no-s3", action="store_true",
+                    help="leave out the S3 lake beside the local one in the many-tables and freshness benchmarks")
     ap.add_argument("--soak-minutes", type=float, default=10.0,
                     help="minutes of the soak benchmark (`changefeed run --rate 250`; 0: leave out)")
     args = ap.parse_args()
@@ -58,14 +60,16 @@ def main() -> None:
     counts = [int(x) for x in args.many_tables.split(",") if int(x) > 0]
     if not args.no_kafka and counts:
         print(f"the same {args.many_changes:,} changes over {counts} tables (cost follows changes, not tables):")
-        many_tables.print_table(args.many_changes, many_tables.run(args.many_changes, counts, 4))
+        many_tables.print_table(args.many_changes, many_tables.run(args.many_changes, counts, 4,
+                                                                         s3=not args.no_s3))
     if args.fresh_transactions > 0:
         # in a process of its own, as a user runs `changefeed run`: in this one, after the Spark benchmarks above,
         # the same run measured a median lag of 20.5 s against 5.5 s alone (one JVM's heap and caches
         # carried over from a million changes and two hundred tables)
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
         subprocess.run([sys.executable, str(Path(__file__).parent / "freshness.py"), "--transactions",
-                        str(args.fresh_transactions), "--rate", str(args.fresh_rate)], check=True)
+                        str(args.fresh_transactions), "--rate", str(args.fresh_rate),
+                        *([] if args.no_s3 else ["--s3"])], check=True)
     if args.soak_minutes > 0:  # a long run: lag, memory, files and log entries per table, first tenth vs last
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
         subprocess.run([sys.executable, str(Path(__file__).parent / "soak.py"), "--minutes", str(args.soak_minutes),

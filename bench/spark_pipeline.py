@@ -74,18 +74,18 @@ def produce(evs: list[Event], brokers: str, topic: str) -> None:
     transport.close()
 
 
-def ours(spark, brokers: str, topic: str, lake: Path, per_batch: int) -> float:
+def ours(spark, brokers: str, topic: str, lake: Path | str, per_batch: int) -> float:
     from changefeed.spark.pipeline import apply_changes, read_changes
 
     t0 = time.perf_counter()
     changes = read_changes(spark, f"kafka://{brokers}/{topic}", "canal-json", {"enable-tidb-extension": "true"},
-                           schema_store=str(lake / "_schemas"), max_records_per_trigger=per_batch)
+                           schema_store=f"{lake}/_schemas", max_records_per_trigger=per_batch)
 
     def phases(rep) -> None:  # noqa: ANN001 - a BatchReport
         for k, v in rep.phases.items():
             PHASES[k] = PHASES.get(k, 0.0) + v
 
-    q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), on_batch=phases)
+    q = apply_changes(changes, str(lake), checkpoint=f"{lake}/_cp", on_batch=phases)
     q.awaitTermination()
     return time.perf_counter() - t0
 

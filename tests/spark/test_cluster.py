@@ -65,24 +65,40 @@ def test_run_on_the_cluster_over_files(cluster: tuple[str, dict[str, str]], tmp_
     assert (tmp_path / "w" / "lake" / "app" / "users" / "_delta_log").is_dir()
 
 
-def test_run_on_the_cluster_over_kafka_survives_a_killed_worker(cluster: tuple[str, dict[str, str]],
-                                                               kafka_broker: str, tmp_path: Path) -> None:
-    """Three partitions, DDL mid-stream, micro-batches of 100 records; once the first table lands, worker 1
-    is SIGKILLed. Spark reschedules its tasks on worker 2 and the lake still equals upstream (exactly once:
-    a task that ran twice must not write twice)."""
+def _landed(s3_store, key: str) -> bool:  # noqa: ANN001 - tests.conftest.S3Store
+    """A commit of an `app` table is in the S3 lake (read over the S3 API, as another node would)."""
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                         endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
+    infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{key}/app", recursive=True, allow_not_found=True))
+    return any("/_delta_log/" in i.path and i.base_name.endswith(".json") for i in infos)
+
+
+def test_run_on_the_cluster_over_kafka_into_an_s3_lake_survives_a_killed_worker(
+        cluster: tuple[str, dict[str, str]], kafka_broker: str, s3_store, tmp_path: Path) -> None:  # noqa: ANN001
+    """Three partitions, DDL mid-stream, micro-batches of 100 records, the lake on S3 (S3Proxy: every executor
+    writes its data files there, the driver its commits); once the first table lands, worker 1 is SIGKILLed.
+    Spark reschedules its tasks on worker 2 and the lake still equals upstream (exactly once: a task that ran
+    twice must not write twice)."""
     master, env = cluster
     work = tmp_path / "w"
+    key = f"cluster-{time.time_ns()}"
     uri = f"kafka://{kafka_broker}/cluster-{os.getpid()}?protocol=canal-json&partition-num=3" \
           "&enable-tidb-extension=true"
+    sdk = {k: s3_store.env[k] for k in ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION")}
     proc = subprocess.Popen(_run_cmd(master, work, "--sink-uri", uri, "--max-records-per-trigger", "100",
-                                     "--rate", "60"),
+                                     "--rate", "60", "--lake", s3_store.url(key), *s3_store.conf_args(),
+                                     *[a for k, v in sdk.items() for a in ("--conf", f"spark.executorEnv.{k}={v}")]),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=dict(env, COLUMNS="200"))
+                            env=dict(env, COLUMNS="200", **sdk))
     try:
-        deadline = time.time() + 300
-        while not any((work / "lake").glob("app/*/_delta_log/*.json")):
+        deadline = time.time() + 600  # (a busy machine: executors' JVMs and Python workers start slowly)
+        while not _landed(s3_store, key):
             assert proc.poll() is None, f"run ended before any table landed: {proc.communicate()}"
-            assert time.time() < deadline, "no table landed within 300 s"
+            if time.time() > deadline:
+                proc.kill()
+                pytest.fail(f"no table landed on S3 within 600 s: {[t[-3000:] for t in proc.communicate()]}")
             time.sleep(0.5)
         assert proc.poll() is None, "the stream ended before the worker could be killed mid-stream"
         k = subprocess.run([str(SCRIPT), "kill-worker", "1"], capture_output=True, text=True, env=env, timeout=30)
@@ -94,6 +110,7 @@ def test_run_on_the_cluster_over_kafka_survives_a_killed_worker(cluster: tuple[s
     out = _check_passed((proc.returncode, out, errout))
     status = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True, env=env, timeout=30).stdout
     assert "worker-1 dead" in status and "worker-2 pid" in status, status
+    assert not (work / "lake").exists(), "the run wrote a lake in its work folder beside the S3 one"
 
 
 def test_executors_without_changefeed_fail_in_one_line(cluster: tuple[str, dict[str, str]], tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
+import orjson
 import pytest
 
 from changefeed.errors import StorageError
@@ -34,6 +36,30 @@ def _commits(s3_store, lake_key: str) -> int:
                          endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
     infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{lake_key}", recursive=True, allow_not_found=True))
     return sum(1 for i in infos if re.fullmatch(r"\d{20}\.json|batch-\d+\.json", i.base_name))
+
+
+def _adds(s3_store, lake_key: str) -> list[tuple[str, dict, int]]:
+    """Every add action in the Delta logs of the lake's tables (not the consumer's own logs under _changefeed),
+    read over the S3 API, with the row count of the file it adds, read from the file's footer."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                         endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
+    root = f"{s3_store.BUCKET}/{lake_key}"
+    out = []
+    for info in s3.get_file_info(fs.FileSelector(root, recursive=True)):
+        rel = info.path[len(root) + 1:]
+        if rel.startswith("_changefeed/") or "/_delta_log/" not in rel or not info.base_name.endswith(".json"):
+            continue
+        table = info.path.split("/_delta_log/")[0]
+        with s3.open_input_stream(info.path) as f:
+            for line in f.read().splitlines():
+                add = orjson.loads(line).get("add")
+                if add is not None:
+                    rows = pq.read_metadata(f"{table}/{unquote(add['path'])}", filesystem=s3).num_rows
+                    out.append((info.path, add, rows))
+    return out
 
 
 def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_it(spark, s3_store,
@@ -67,6 +93,15 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
                 assert time.monotonic() < deadline, f"kill {kill + 1}: no new commit on S3 within 300 s"
                 time.sleep(0.2)
             time.sleep(0.5 * kill)  # at a different point each time
+            if kill == 1:  # a second consumer pointed at the same lake (its own checkpoint) while this one runs
+                second = subprocess.run([*consume, "--checkpoint", str(tmp_path / "cp2")], cwd=ROOT,
+                                        env=s3_store.env, capture_output=True, text=True, timeout=300)
+                assert second.returncode == 1, second.stderr[-3000:]
+                errors = [ln for ln in second.stderr.splitlines() if ln.startswith("error:")]
+                assert len(errors) == 1 and "Traceback" not in second.stderr, second.stderr[-3000:]
+                assert f"the lake {lake.rstrip('/')} is in use by another consumer (pid {proc.pid} " in errors[0], \
+                    errors[0]
+                assert proc.poll() is None, "the first consumer stopped when the second was refused"
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
@@ -75,6 +110,13 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
     ok = subprocess.run([*CLI, "verify", "--lake", s3_store.url(key), "--against", str(lines),
                          *s3_store.conf_args()], cwd=ROOT, env=s3_store.env, capture_output=True, text=True)
     assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+
+    # every file added to a table carries Delta's statistics, its row count that of the file (the commits the
+    # driver makes for files a shared job wrote, as well as Delta's own MERGE)
+    adds = _adds(s3_store, key)
+    assert adds, "no file was added to any table"
+    for where, add, rows in adds:
+        assert "stats" in add and orjson.loads(add["stats"])["numRecords"] == rows, (where, add.get("stats"), rows)
 
     # delta-rs, with storage_options only, reads what Spark's S3A wrote: the same rows as upstream's final state
     state = final_state(events)
@@ -134,3 +176,62 @@ def test_a_file_uri_lake_is_the_same_lake_as_its_path(spark, tmp_path: Path) -> 
     apply_changes(changes, lake, checkpoint=f"file://{tmp_path}/cp").awaitTermination()
     rep = verify(spark, str(tmp_path / "lake"), final_state(events))
     assert rep.ok, [(t.name, t.expected, t.actual, t.problem) for t in rep.tables if not t.ok]
+
+
+def test_an_owner_claim_on_s3_is_created_once_by_the_store(spark, s3_store) -> None:
+    """The conditional PUT the lake's owner claims are made with (`put_if_absent`, S3A's own client): the store
+    creates the key for the first writer and answers the second with 412, keeping the first one's bytes."""
+    from pyarrow import fs
+
+    from changefeed.spark.objectstore import put_if_absent
+
+    for k, v in s3_store.conf().items():
+        spark._jsc.hadoopConfiguration().set(k.removeprefix("spark.hadoop."), v)
+    key = f"claims-{time.time_ns()}/00000000000000000000.json"
+    assert put_if_absent(spark, s3_store.url(key), b'{"token": "first"}') is True
+    assert put_if_absent(spark, s3_store.url(key), b'{"token": "second"}') is False
+    s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                         endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
+    with s3.open_input_stream(f"{s3_store.BUCKET}/{key}") as f:
+        assert f.read() == b'{"token": "first"}'
+
+
+def test_a_store_without_conditional_writes_still_creates_a_claim_once(spark, s3_store, tmp_path: Path) -> None:
+    """S3Proxy's jclouds `transient` backend refuses `If-None-Match` (HTTP 501): the claim is then made with Hadoop's
+    create-unless-there (look, then write), which still refuses a key that is there."""
+    import os
+    import socket
+
+    from pyarrow import fs
+
+    from changefeed.spark.objectstore import put_if_absent
+    from tests.conftest import _free_port
+
+    port = _free_port()
+    log = open(tmp_path / "server.log", "ab")  # noqa: SIM115 - the server's whole life
+    proc = subprocess.Popen([str(ROOT / "scripts" / "s3"), "run", str(port), str(tmp_path / "s3")], stdout=log,
+                            stderr=log, env=dict(os.environ, S3_PROVIDER="transient"))
+    try:
+        s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                             endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    pass
+                s3.create_dir("legacy")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.3)
+        conf = spark._jsc.hadoopConfiguration()
+        for k, v in s3_store.conf(**{"spark.hadoop.fs.s3a.endpoint": f"http://127.0.0.1:{port}"}).items():
+            conf.set(k.removeprefix("spark.hadoop.").replace("fs.s3a.", "fs.s3a.bucket.legacy.", 1), v)
+        assert put_if_absent(spark, "s3a://legacy/claims/0.json", b'{"token": "first"}') is True
+        assert put_if_absent(spark, "s3a://legacy/claims/0.json", b'{"token": "second"}') is False
+        with s3.open_input_stream("legacy/claims/0.json") as f:
+            assert f.read() == b'{"token": "first"}'
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()

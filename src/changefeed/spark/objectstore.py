@@ -136,3 +136,65 @@ def check_store(spark: SparkSession, path: str, option: str = "--lake") -> None:
         if not type(e).__module__.startswith(("py4j", "pyspark")):
             raise
         raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None
+
+
+def put_if_absent(spark: SparkSession, path: str, data: bytes) -> bool:
+    """Create the object at an s3a:// path only if no object is there (a conditional PUT, `If-None-Match: *`):
+    False when one is (HTTP 412). Made with the session's own S3A client (its endpoint, credentials and retries),
+    so the store itself decides between two writers racing for the same key: AWS S3 and S3-compatible stores that
+    implement conditional writes answer it atomically. A store that refuses the header (HTTP 501), or a file system
+    without S3A's client, gets Hadoop's create-unless-there instead (look, then write); a store that ignores the
+    header overwrites (the caller reads back what it wrote to catch that)."""
+    from py4j.protocol import Py4JError
+
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    fs = p.getFileSystem(_hadoop(spark))
+    u = urlparse(path)
+    try:
+        client = fs.getS3AInternals().getAmazonS3Client("changefeed: conditional put")
+    except Py4JError:  # not S3A
+        return _create_unless_there(jvm, fs, p, data)
+    model = jvm.software.amazon.awssdk.services.s3.model
+    req = model.PutObjectRequest.builder().bucket(u.netloc).key(u.path.lstrip("/")).ifNoneMatch("*") \
+        .contentLength(len(data)).build()
+    try:
+        client.putObject(req, jvm.software.amazon.awssdk.core.sync.RequestBody.fromBytes(bytearray(data)))
+    except Exception as e:  # noqa: BLE001 - py4j carries the store's answer
+        j = getattr(e, "java_exception", None)
+        status = getattr(j, "statusCode", None) if j is not None else None
+        if status is not None and int(status()) == 412:
+            return False
+        if status is not None and int(status()) == 501:
+            return _create_unless_there(jvm, fs, p, data)
+        raise
+    return True
+
+
+def _create_unless_there(jvm: Any, fs: Any, p: Any, data: bytes) -> bool:
+    """Hadoop's create without overwrite: refused when the file is there (checked first, not atomic on S3)."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        out = fs.create(p, False)
+    except Py4JJavaError as e:
+        if "FileAlreadyExistsException" in str(e.java_exception.getClass().getName()):
+            return False
+        raise
+    try:
+        out.write(bytearray(data))
+    finally:
+        out.close()
+    return True
+
+
+def put(spark: SparkSession, path: str, data: bytes) -> None:
+    """Write (or replace) one object in place: on S3 a PUT makes the object appear whole or not at all, so the
+    local way (write aside, delete the old one, rename) would only open a moment where it is missing."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    out = p.getFileSystem(_hadoop(spark)).create(p, True)
+    try:
+        out.write(bytearray(data))
+    finally:
+        out.close()

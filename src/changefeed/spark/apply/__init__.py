@@ -28,6 +28,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from ..objectstore import is_s3, put, put_if_absent
 from . import schedule
 from .backlog import Backlog
 from .catalog import SHAPE_HASH, TableCatalog
@@ -36,7 +39,7 @@ from .ddl import DdlApplier
 from .ddlplan import Ddl
 from .iceberg import SyncReport
 from .lake import Lake, read_json_files
-from .lease import OWNER, Lease
+from .lease import OWNER, OWNERS, Lease
 from .maintenance import Maintenance
 from .names import table_names
 from .options import DEAD_LETTER_SCHEMA, END_AT, ROW_KINDS_SQL, START_AT, ApplyOptions, q
@@ -79,8 +82,7 @@ class ChangeApplier:
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
         self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
-        self.lease = Lease(self.lake, app_id, self._owner_record,
-                           lambda rec: self.store.write_json(self.layout.meta, OWNER, rec, "the lake's owner record"))
+        self.lease = self._lease(app_id)
         self.writers = TableWriters(self.o, self.store, self.catalog, self.proj, self.ddl)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self.writers.write, self.writers.ddls)
         self.backlog = Backlog(self.o, self.state, self.store, self.windows)
@@ -117,6 +119,25 @@ class ChangeApplier:
     def _owner_record(self) -> dict[str, Any] | None:
         got = read_json_files(self.store.spark, self.layout.meta, OWNER.removesuffix(".json"), last=True)
         return got[-1] if got else None
+
+    def _lease(self, app_id: str) -> Lease:
+        """The lake's owner record: one file renamed into place on a local lake (the same host's processes are
+        checked), numbered claims created by conditional PUT on S3 (`lease`)."""
+        if not is_s3(self.lake):
+            return Lease(self.lake, app_id, self._owner_record,
+                         lambda rec: self.store.write_json(self.layout.meta, OWNER, rec, "the lake's owner record"))
+        folder = f"{self.layout.meta}/{OWNERS}"
+
+        def latest() -> dict[str, Any] | None:
+            got = read_json_files(self.store.spark, folder, "", last=True)
+            return got[-1] if got else None
+
+        def name(rec: dict[str, Any]) -> str:
+            return f"{int(rec['claim']):020d}.json"
+
+        return Lease(self.lake, app_id, latest,
+                     lambda rec: put(self.store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)),
+                     lambda rec: put_if_absent(self.store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)))
 
     def global_watermark(self) -> int:
         return schedule.global_watermark(self.state.watermarks, self.partitions())

@@ -14,12 +14,13 @@ import functools
 import os
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
 import orjson
 
 from ...errors import ApplyError
+from ..objectstore import SchemaFolder, is_s3, storage_options
 from .log_jvm import JvmLog
 from .tablefiles import TableFiles
 
@@ -60,6 +61,7 @@ class DeltaLogs:
         self._files: dict[str, TableFiles] = {}  # per table path, as of this consumer's last look or commit
         self._jvm: LogWriter = JvmLog(lake)
         self._rs: RustLog | None = None
+        self._s3fs: dict[str, Any] = {}  # per bucket: pyarrow's S3 client, for the footers of files added on S3
         conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
         self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
         if os.environ.get(DELTA_RS, "1") != "0":
@@ -170,20 +172,36 @@ class DeltaLogs:
         return tf
 
     def stats(self, path: str, before: TableFiles, added: list[tuple[str, int, int]]) -> dict[str, str] | None:
-        """Each added file's `stats` JSON (by name), read from its Parquet footer where the lake is local (on
-        another file system its adds go without: readers then read the file)."""
-        folder = self.local(path)
-        if folder is None or not added:
+        """Each added file's `stats` JSON (by name), read from its Parquet footer: in the table's folder on a local
+        lake, over the S3 API (a ranged GET of the footer, pyarrow's S3 client with the session's S3A settings) on
+        an s3a:// one; elsewhere the adds go without (readers then read the file)."""
+        if not added:
             return None
+        folder = self.local(path)
+        filesystem: Any = None
+        if folder is None:
+            if not is_s3(path):
+                return None
+            filesystem, folder = self._s3(path)
         from .filestats import of_file
 
         out = {}
         for n, _, _ in added:
             try:
-                out[n] = of_file(os.path.join(folder, n), before.schema_json, before.configuration)
+                out[n] = of_file(f"{folder}/{n}" if filesystem is not None else os.path.join(folder, n),
+                                 before.schema_json, before.configuration, filesystem)
             except Exception:  # noqa: BLE001 - stats are optional: a footer pyarrow cannot read goes without
                 continue
         return out
+
+    def _s3(self, path: str) -> tuple[Any, str]:
+        """pyarrow's S3 file system for the table's bucket (made once per bucket), and the table's bucket/key."""
+        bucket = urlparse(path).netloc
+        fs = self._s3fs.get(bucket)
+        if fs is None:
+            fs = self._s3fs[bucket] = SchemaFolder(path, storage_options(self.lake.spark, bucket)).filesystem()[0]
+        u = urlparse(path)
+        return fs, f"{u.netloc}{unquote(u.path)}".rstrip("/")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -141,11 +141,12 @@ def _value(t: str, v: Any, scale: int, up: bool) -> Any:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def of_file(file: str, schema_json: str, configuration: dict[str, str]) -> str:
-    """The `stats` JSON of one Parquet data file of a table of that schema and properties."""
+def of_file(file: str, schema_json: str, configuration: dict[str, str], filesystem: Any = None) -> str:
+    """The `stats` JSON of one Parquet data file of a table of that schema and properties (`filesystem`: pyarrow's,
+    where the file is not local)."""
     import pyarrow.parquet as pq
 
-    md = pq.read_metadata(file)
+    md = pq.read_metadata(file, filesystem=filesystem)
     cols = {tuple(md.schema.column(i).path.split(".")): i for i in range(md.num_columns)}
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
