@@ -21,11 +21,21 @@ if TYPE_CHECKING:
 
 def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
                  advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, int]:
-    """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`."""
+    """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`.
+    Row lines of a table seen before go straight to their message line where the protocol has such a path."""
     reader = EventReader()
     n_events = n_msgs = 0
+    direct = _line_encoder(encoder, reader)
+    write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
+        if direct is not None:
+            msg_line = direct(line)
+            if msg_line is not None:
+                write(msg_line + b"\n")
+                n_events += 1
+                n_msgs += 1
+                continue
         try:
             ev = reader.parse(line)
         except DecodeError as e:
@@ -49,8 +59,17 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
     writer = EventWriter()
     kinds: Counter[str] = Counter()
     n_msgs = 0
+    direct = _line_decoder(decoder)
+    write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
+        if direct is not None:
+            got = direct(line)
+            if got is not None:
+                kinds[got[0]] += 1
+                write(got[1] + b"\n")
+                n_msgs += 1
+                continue
         try:
             m = message_from_line(line)
             events = decoder.decode(m.value, m.key)
@@ -62,6 +81,31 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
             kinds[ev.kind.value] += 1
             out.write(writer.line(ev) + b"\n")
     return n_msgs, kinds
+
+
+def _line_encoder(encoder: Encoder, reader: EventReader) -> Callable[[bytes], bytes | None] | None:
+    """The protocol's direct event-line -> message-line path (canal-json), or None."""
+    from .canal import CanalJSONEncoder
+
+    if type(encoder) is not CanalJSONEncoder:
+        return None
+    from .canal.lines import LineEncoder
+
+    direct = LineEncoder(encoder, reader.tables_by_text)
+    return direct.line if direct.enabled else None
+
+
+def _line_decoder(decoder: ConsumerDecoder) -> Callable[[bytes], tuple[str, bytes] | None] | None:
+    """The protocol's direct message-line -> event-line path (canal-json), or None."""
+    from .canal import CanalJSONDecoder
+
+    inner = getattr(decoder, "inner", decoder)  # GuardedDecoder's: the direct path raises nothing of its own
+    if type(inner) is not CanalJSONDecoder:
+        return None
+    from .canal.lines import LineDecoder
+
+    direct = LineDecoder(inner)
+    return direct.line if direct.enabled else None
 
 
 def write_avro_schemas(cfg: CodecConfig, lines: Iterable[tuple[int, bytes]], out: IO[bytes]) -> None:
