@@ -30,6 +30,7 @@ from ..mysqltypes.values import _DATETIME_RE
 from ..rounding import datetime_length, decimal_held, rounds
 from .decoder import CanalJSONDecoder, _Shape, plain_row_commit_ts
 from .encoder import CanalJSONEncoder, _TablePlan
+from .rowtext import Mismatch, encode_row_pattern
 
 # an event line as EventWriter writes a row event: kind, commitTs, then the table (looked up by its text)
 _EVENT_HEAD = re.compile(rb'\{"kind":"(insert|update|delete)","commitTs":(0|[1-9][0-9]{0,19}),"table":(?=\{)')
@@ -40,8 +41,6 @@ _INSERT_MID, _INSERT_TAIL = b',"preTable":null,"before":null,"after":', b',"ddl"
 _DELETE_MID, _DELETE_TAIL = b',"preTable":null,"before":', b',"after":null,"ddl":null}'
 _ETYPE = {b"insert": b"INSERT", b"update": b"UPDATE", b"delete": b"DELETE"}
 _OVERHEAD = record_length(None, b"")
-# what gojson.go_escape rewrites, found in one pass (most rows have none of it)
-_GO_SPECIAL = re.compile(rb"[<>&\xe2]|\\[bf]").search
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
 _ROW_HEAD = {k: b'{"kind":"%s","commitTs":' % k.value.encode() for k in _DML.values()}
 
@@ -119,11 +118,13 @@ def _compile_text_row(plan: _TablePlan) -> Callable[[dict[str, Any]], tuple[dict
 class _EncodePlan:
     """What a table's lines need, escaped once for a message line's `value` string."""
 
-    __slots__ = ("plan", "text_row", "head", "mysql", "java", "fixed")
+    __slots__ = ("plan", "text_row", "row_re", "row_text", "head", "mysql", "java", "fixed")
 
     def __init__(self, plan: _TablePlan) -> None:
         self.plan = plan
         self.text_row = _compile_text_row(plan)
+        got = encode_row_pattern(plan.table, [p.fmt for p in plan.cols], [p.promote for p in plan.cols])
+        self.row_re, self.row_text = got if got is not None else (None, None)
         self.head = {k: _escaped(plan.head + t) for k, t in _ETYPE.items()}
         self.mysql = _escaped(b',"mysqlType":' + plan.mysql_bytes + b',"old":')
         self.java: dict[tuple, tuple[bytes, int]] = {}
@@ -198,12 +199,24 @@ class LineEncoder:
         if ts >= 1 << 64:
             return None
         old, old_len = b"null", 4
+        data = key = image = None
         if kind == b"insert" and line.startswith(_INSERT_MID, b) and line.endswith(_INSERT_TAIL):
-            image = orjson.loads(line[b + len(_INSERT_MID):-len(_INSERT_TAIL)])
+            start, end = b + len(_INSERT_MID), len(line) - len(_INSERT_TAIL)
         elif kind == b"delete" and line.startswith(_DELETE_MID, b) and line.endswith(_DELETE_TAIL):
             if not self._deletes:
                 return None
-            image = orjson.loads(line[b + len(_DELETE_MID):-len(_DELETE_TAIL)])
+            start, end = b + len(_DELETE_MID), len(line) - len(_DELETE_TAIL)
+        else:
+            start = end = 0
+        if end:
+            rm = ep.row_re.fullmatch(line, start, end) if ep.row_re is not None else None
+            if rm is not None and (line.isascii() or line.decode("utf-8")):  # (bad UTF-8 raises)
+                try:
+                    data, key = ep.row_text(rm)  # type: ignore[misc]
+                except Mismatch:
+                    pass
+            if data is None:
+                image = orjson.loads(line[start:end])
         elif kind == b"update" and self._updates:
             rest = orjson.loads(b"{" + line[b + 1:])
             if rest.keys() != _TAIL_KEYS or rest["ddl"] is not None or rest["preTable"] is not None:
@@ -212,17 +225,16 @@ class LineEncoder:
             if before.__class__ is not dict:
                 return None
             old_json = orjson.dumps(ep.text_row(before)[0])
-            if _GO_SPECIAL(old_json):
-                old_json = go_escape(old_json)
+            old_json = go_escape(old_json)
             old, old_len = b"[" + _escaped(old_json) + b"]", len(old_json) + 2
         else:
             return None
-        if image.__class__ is not dict:
-            return None
-        row, key = ep.text_row(image)
-        data = orjson.dumps(row)
-        if _GO_SPECIAL(data):
-            data = go_escape(data)
+        if data is None:
+            if image.__class__ is not dict:
+                return None
+            row, key = ep.text_row(image)
+            data = orjson.dumps(row)
+        data = go_escape(data)
         java, java_len = ep.java_for(key)
         es, now = b"%d" % (ts >> 18), b"%d" % self._clock()
         tidb = b',"_tidb":{"commitTs":%d}}' % ts if self._ext else b"}"
