@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from .. import gojson
 from ..eventline import table_to_json
 from ..gojson import go_escape
 from ..largemsg import record_length
@@ -28,9 +29,10 @@ from ..mysqltypes import Family
 from ..mysqltypes.text import _as_text
 from ..mysqltypes.values import _DATETIME_RE
 from ..rounding import datetime_length, decimal_held, rounds
+from ..tso import PHYSICAL_SHIFT
 from .decoder import CanalJSONDecoder, _Shape, plain_row_commit_ts
 from .encoder import CanalJSONEncoder, _TablePlan
-from .rowtext import Mismatch, encode_row_pattern
+from .rowtext import Mismatch, decode_row_pattern, encode_row_pattern, escaped
 
 # an event line as EventWriter writes a row event: kind, commitTs, then the table (looked up by its text)
 _EVENT_HEAD = re.compile(rb'\{"kind":"(insert|update|delete)","commitTs":(0|[1-9][0-9]{0,19}),"table":(?=\{)')
@@ -43,12 +45,6 @@ _ETYPE = {b"insert": b"INSERT", b"update": b"UPDATE", b"delete": b"DELETE"}
 _OVERHEAD = record_length(None, b"")
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
 _ROW_HEAD = {k: b'{"kind":"%s","commitTs":' % k.value.encode() for k in _DML.values()}
-
-
-def _escaped(b: bytes) -> bytes:
-    """JSON text (as orjson writes it: no raw control characters) as it stands inside a JSON string, without
-    the quotes: what orjson.dumps(text) writes, which escapes only `"`, `\\` and control characters."""
-    return b.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 # ------------------------------------------------------------------------------------------------
@@ -125,8 +121,8 @@ class _EncodePlan:
         self.text_row = _compile_text_row(plan)
         got = encode_row_pattern(plan.table, [p.fmt for p in plan.cols], [p.promote for p in plan.cols])
         self.row_re, self.row_text = got if got is not None else (None, None)
-        self.head = {k: _escaped(plan.head + t) for k, t in _ETYPE.items()}
-        self.mysql = _escaped(b',"mysqlType":' + plan.mysql_bytes + b',"old":')
+        self.head = {k: escaped(plan.head + t) for k, t in _ETYPE.items()}
+        self.mysql = escaped(b',"mysqlType":' + plan.mysql_bytes + b',"old":')
         self.java: dict[tuple, tuple[bytes, int]] = {}
         # the length of the value's constant parts (the message's size is checked against max-message-bytes)
         self.fixed = len(b"".join((plan.head, b"INSERT", b'","es":', b',"ts":', b',"sql":"","sqlType":',
@@ -137,7 +133,7 @@ class _EncodePlan:
         got = self.java.get(key)
         if got is None:
             raw = self.plan.java_bytes if not key else self.plan.java_by_key(key)
-            got = self.java[key] = (_escaped(raw), len(raw))
+            got = self.java[key] = (escaped(raw), len(raw))
         return got
 
 
@@ -198,7 +194,7 @@ class LineEncoder:
         ts = int(m.group(2))
         if ts >= 1 << 64:
             return None
-        old, old_len = b"null", 4
+        old = b"null"
         data = key = image = None
         if kind == b"insert" and line.startswith(_INSERT_MID, b) and line.endswith(_INSERT_TAIL):
             start, end = b + len(_INSERT_MID), len(line) - len(_INSERT_TAIL)
@@ -226,7 +222,7 @@ class LineEncoder:
                 return None
             old_json = orjson.dumps(ep.text_row(before)[0])
             old_json = go_escape(old_json)
-            old, old_len = b"[" + _escaped(old_json) + b"]", len(old_json) + 2
+            old = b"[" + escaped(old_json) + b"]"
         else:
             return None
         if data is None:
@@ -234,16 +230,16 @@ class LineEncoder:
                 return None
             row, key = ep.text_row(image)
             data = orjson.dumps(row)
-        data = go_escape(data)
+        data = escaped(go_escape(data))
         java, java_len = ep.java_for(key)
         es, now = b"%d" % (ts >> 18), b"%d" % self._clock()
-        tidb = b',"_tidb":{"commitTs":%d}}' % ts if self._ext else b"}"
-        if _OVERHEAD + ep.fixed + len(es) + len(now) + java_len + old_len + len(data) + len(tidb) > self._limit:
+        tidb = b',\\"_tidb\\":{\\"commitTs\\":%d}}' % ts if self._ext else b"}"
+        # the value's length, escaped: at least its own (a message near the limit takes the full path)
+        if _OVERHEAD + ep.fixed + len(es) + len(now) + java_len + len(old) + len(data) + len(tidb) > self._limit:
             return None
         return b"".join((
             _MESSAGE_HEAD, b'"', ep.head[kind], b'\\",\\"es\\":', es, b',\\"ts\\":', now,
-            b',\\"sql\\":\\"\\",\\"sqlType\\":', java, ep.mysql, old, b',\\"data\\":[', _escaped(data), b"]",
-            _escaped(tidb), b'"}',
+            b',\\"sql\\":\\"\\",\\"sqlType\\":', java, ep.mysql, old, b',\\"data\\":[', data, b"]", tidb, b'"}',
         ))
 
 
@@ -278,6 +274,68 @@ class LineDecoder:
         self._decoder = decoder
         self._rows: dict[int, tuple[_Shape, Callable[[dict[str, Any]], dict[str, Any]], bytes]] = {}
         self.enabled = decoder._compression == "none"
+        # a message's text up to `,"pkNames":` -> the shape of its table, the pattern of the whole message, the
+        # function writing its row, the event line's `,"table":...`, and the decoder's key of the shape
+        self._patterns: dict[str, tuple[_Shape, re.Pattern[str], Callable[[tuple], str], str, tuple] | None] = {}
+        self._sql_types: set[str] = set()  # sqlType texts seen to be JSON objects (the decoder does not read them)
+
+    def _learn(self, shape: _Shape, key: tuple[str, str]) -> None:
+        """The pattern of a table's messages as TiCDC writes them, after one took the parsed path."""
+        db, tb = key
+        prefix = '{"id":0,"database":' + gojson.dumps(db).decode() + ',"table":' + gojson.dumps(tb).decode()
+        if prefix in self._patterns or len(shape.names) != len(shape.parsers):
+            return
+        if len(self._patterns) > 4096:
+            self._patterns.clear()
+        got = decode_row_pattern(shape.table, shape.names, shape.parsers, 3)
+        if got is None:
+            self._patterns[prefix] = None
+            return
+        row, build = got
+        pk = re.escape(gojson.dumps(shape.pk).decode()) if shape.pk else r"(?:null|\[\])"
+        pattern = (re.escape(prefix) + ',"pkNames":' + pk + ',"isDdl":false,"type":"(INSERT|DELETE)",'
+                   '"es":(0|[1-9][0-9]{0,18}),"ts":-?(?:0|[1-9][0-9]{0,19}),"sql":"","sqlType":(\\{[^{}]*\\}),'
+                   '"mysqlType":' + re.escape(gojson.dumps(shape.mysql_types).decode()) + ',"old":null,"data":\\['
+                   + row + '\\](?:,"_tidb":\\{"commitTs":(0|[1-9][0-9]{0,19})\\})?\\}')
+        table = ',"table":' + orjson.dumps(table_to_json(shape.table)).decode()
+        self._patterns[prefix] = (shape, re.compile(pattern), build, table, key)
+
+    def _matched(self, value: str) -> tuple[str, bytes] | None:
+        """The event line of a message its table's pattern matches, or None."""
+        got = self._patterns.get(value[:value.find(',"pkNames":')])
+        if got is None:
+            return None
+        shape, pattern, build, table, key = got
+        m = pattern.fullmatch(value)
+        if m is None or self._decoder._fast.get(key) is not shape:
+            return None
+        groups = m.groups()
+        sql_type = groups[2]
+        if sql_type not in self._sql_types:
+            if orjson.loads(sql_type).__class__ is not dict:
+                return None
+            if len(self._sql_types) > 4096:
+                self._sql_types.clear()
+            self._sql_types.add(sql_type)
+        commit = groups[-1]
+        if commit is not None:
+            ts = int(commit)
+            if ts >= 1 << 64:
+                return None
+        else:
+            es = int(groups[1])
+            if es >= 1 << (64 - PHYSICAL_SHIFT):
+                return None
+            ts = es << PHYSICAL_SHIFT
+        try:
+            row = build(groups)
+        except Exception:  # noqa: BLE001 - a value the pattern could not check: the parsed path decides
+            return None
+        if groups[0] == "INSERT":
+            return "insert", f'{{"kind":"insert","commitTs":{ts}{table},"preTable":null,"before":null,"after":{row},' \
+                             '"ddl":null}'.encode()
+        return "delete", f'{{"kind":"delete","commitTs":{ts}{table},"preTable":null,"before":{row},"after":null,' \
+                         '"ddl":null}'.encode()
 
     def _compiled(self, shape: _Shape) -> tuple[Callable[[dict[str, Any]], dict[str, Any]], bytes]:
         got = self._rows.get(id(shape))
@@ -303,12 +361,16 @@ class LineDecoder:
             value = orjson.loads(line[20:-1])
             if line[-1:] != b"}" or value.__class__ is not str:
                 return None
+            got = self._matched(value)
+            if got is not None:
+                return got
             msg = orjson.loads(value)
         except orjson.JSONDecodeError:
             return None
         if msg.__class__ is not dict or msg.get("isDdl") is not False:
             return None
-        shape = self._decoder._fast.get((msg.get("database"), msg.get("table")))
+        key = (msg.get("database"), msg.get("table"))
+        shape = self._decoder._fast.get(key)
         if shape is None:
             return None
         kind = _DML.get(msg.get("type"))  # type: ignore[arg-type]
@@ -325,6 +387,7 @@ class LineDecoder:
         if d.__class__ is not dict or len(d) != ncols:
             return None
         json_row, table = self._compiled(shape)
+        self._learn(shape, key)  # type: ignore[arg-type]
         try:
             row = orjson.dumps(json_row(d))
             if kind is Kind.UPDATE:

@@ -24,11 +24,17 @@ from ..mysqltypes.text import _as_text
 from ..rounding import decimal_held, rounds
 
 # a JSON string's content exactly as orjson writes it: raw characters but `"`, `\` and controls, and its escapes
-_ORJSON_CHARS = rb'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7bef]|1[0-9a-f]))*'
+_ORJSON_CHARS = rb'[^"\\\x00-\x1f]*+(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+'
 # any JSON string's content (escapes checked when read back by orjson)
-_ANY_CHARS = r'(?:[^"\\\x00-\x1f]|\\.)*'
+_ANY_CHARS = r'[^"\\\x00-\x1f]*+(?:\\.[^"\\\x00-\x1f]*+)*+'
 _YMD = "[0-9]{4}-(?:0[0-9]|1[0-2])-(?:[0-2][0-9]|3[01])"
 _HMS = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+
+
+def escaped(b: bytes) -> bytes:
+    """JSON text (as orjson writes it: no raw control characters) as it stands inside a JSON string, without
+    the quotes: what orjson.dumps(text) writes, which escapes only `"`, `\\` and control characters."""
+    return b.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 class Mismatch(Exception):
@@ -56,7 +62,8 @@ def _encode_column(i: int, c: Column, fmt: Callable[[Any], str], promoted: bool,
     JSON) and, for a promoted column, t{i} (its datum); None for a type without a pattern."""
     ctype, fam = c.type, c.type.family
     g = f"g{i}"
-    quoted = [f"        x{i} = b'\"' + {g} + b'\"'"]
+    quoted = [f"        x{i} = QT + {g} + QT"]
+    text = quoted
     if fam is Family.INT and fmt is str:
         lo, hi = ctype.int_range()
         pattern, safe = _int_digits(lo, hi)
@@ -67,7 +74,7 @@ def _encode_column(i: int, c: Column, fmt: Callable[[Any], str], promoted: bool,
     if promoted:
         return None
     if fam in (Family.STRING, Family.JSON, Family.VECTOR) and fmt is _as_text:
-        return f'"({_ORJSON_CHARS.decode()})"', quoted
+        return f'"({_ORJSON_CHARS.decode()})"', text
     if fam in (Family.DATETIME, Family.TIMESTAMP) and fmt is _as_text:
         fsp = ctype.fsp
         frac = (f"\\.[0-9]{{{fsp}}}" if fsp else "") if rounds(ctype, False) else "(?:\\.[0-9]{1,6})?"
@@ -86,7 +93,7 @@ def _encode_column(i: int, c: Column, fmt: Callable[[Any], str], promoted: bool,
     if fam is Family.BYTES and ctype.name not in ("binary", "varbinary") and fmt(b"\xff") == "\xff":
         env["A2B"], env["DUMPS"] = binascii.a2b_base64, orjson.dumps
         return (r'\{"\$b64":"([A-Za-z0-9+/]*={0,2})"\}',
-                [f"        x{i} = DUMPS(A2B({g}, strict_mode=True).decode('latin-1'))"])
+                [f"        {g} = DUMPS(A2B({g}, strict_mode=True).decode('latin-1'))[1:-1]", *text])
     return None
 
 
@@ -96,7 +103,7 @@ def encode_row_pattern(table: TableInfo, fmts: list[Callable[[Any], str]], promo
     `data` object's JSON (as orjson writes it, before Go's escaping) and the key of its sqlType (the codes of
     the promoted columns, `promoted` giving each column's promoter or None). None: a column type without a
     pattern. The function raises Mismatch for a value the pattern could not check."""
-    env: dict[str, Any] = {"FAIL": _fail}
+    env: dict[str, Any] = {"FAIL": _fail, "QT": b'"'}
     gs = ", ".join(f"g{i}" for i in range(len(fmts)))
     parts, src, out, keys = [], ["def build(m):", f"    {gs}, = m.groups()"], [], []
     for i, (c, fmt, promote) in enumerate(zip(table.columns, fmts, promoted, strict=True)):
