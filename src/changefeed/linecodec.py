@@ -20,17 +20,18 @@ if TYPE_CHECKING:
 
 
 def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
-                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, int]:
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter, direct: bool = True
+                 ) -> tuple[int, int]:
     """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`.
     Row lines of a table seen before go straight to their message line where the protocol has such a path."""
     reader = EventReader()
     n_events = n_msgs = 0
-    direct = _line_encoder(encoder, reader)
+    fast = _line_encoder(encoder, reader) if direct else None
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
-        if direct is not None:
-            msg_line = direct(line)
+        if fast is not None:
+            msg_line = fast(line)
             if msg_line is not None:
                 write(msg_line + b"\n")
                 n_events += 1
@@ -53,18 +54,19 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
 
 
 def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
-                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, Counter[str]]:
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter, direct: bool = True
+                 ) -> tuple[int, Counter[str]]:
     """Message lines to event lines; returns (messages, events per kind). Messages the decoder still holds at
     the end are left to the caller (`finish_decoder`)."""
     writer = EventWriter()
     kinds: Counter[str] = Counter()
     n_msgs = 0
-    direct = _line_decoder(decoder)
+    fast = _line_decoder(decoder) if direct else None
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
-        if direct is not None:
-            got = direct(line)
+        if fast is not None:
+            got = fast(line)
             if got is not None:
                 kinds[got[0]] += 1
                 write(got[1] + b"\n")

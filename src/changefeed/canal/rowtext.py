@@ -79,7 +79,9 @@ def _encode_column(i: int, c: Column, fmt: Callable[[Any], str], promoted: bool,
         fsp = ctype.fsp
         frac = (f"\\.[0-9]{{{fsp}}}" if fsp else "") if rounds(ctype, False) else "(?:\\.[0-9]{1,6})?"
         return f'"({_YMD} {_HMS}{frac})"', quoted
-    if fam is Family.DECIMAL and fmt is _as_text and rounds(ctype, False):
+    if fam is Family.DECIMAL and fmt is _as_text:
+        if not rounds(ctype, False):  # a bare `decimal`: the text as given, if it is a decimal number
+            return '"(-?[0-9]+(?:\\.[0-9]+)?)"', quoted
         held = decimal_held(ctype).pattern  # the storer's own pattern, its positive values, in ASCII digits
         held = held.removeprefix("-?").removesuffix(r"\Z").replace(r"\d", "[0-9]")
         return f'"({held})"', quoted
