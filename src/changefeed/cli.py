@@ -550,7 +550,10 @@ def main() -> None:
 
     sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
     sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
-    app()
+    from .quickcli import quick
+
+    if not quick(sys.argv[1:]):  # encode/decode, read without typer's start-up cost
+        app()
 
 
 if __name__ == "__main__":
