@@ -178,3 +178,8 @@ def test_the_direct_paths_take_the_common_rows(cfg):
     decoded = [back.line(m) for m in encoded if m is not None]
     assert sum(d is not None for d in decoded) > 150
     assert any(p is not None for p in back._patterns.values())
+    # and the pattern tier, past the first message of the table, takes them
+    values = [orjson.loads(m[20:-1]) for m in encoded if m is not None]
+    assert sum(back._matched(v) is not None for v in values) > 150
+    rows = [orjson.loads(line[line.find(b',"after":') + 9:-12]) for line in lines]
+    assert sum(tiers.row_re.fullmatch(orjson.dumps(r)) is not None for r in rows) > 150

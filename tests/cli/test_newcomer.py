@@ -103,8 +103,8 @@ def test_a_fresh_clone_set_up_and_run(tmp_path: Path) -> None:
     # encode -o twice: the file named is replaced (not refused, not appended to)
     for _ in range(2):
         e = cmd("encode", "-i", "events.jsonl", "-o", "msgs.jsonl")
-        assert e.returncode == 0 and e.stderr.strip() == "encoded 10 events into 10 canal-json messages", e.stderr
-    assert len((home / "msgs.jsonl").read_bytes().splitlines()) == 10
+        assert e.returncode == 0 and e.stderr.strip() == "encoded 10 events into 8 canal-json messages", e.stderr
+    assert len((home / "msgs.jsonl").read_bytes().splitlines()) == 8
 
     # a source that is not there: one line naming it
     one_error_line(cmd("consume", "--from", "file:///no/such/topic?protocol=canal-json", "--lake", "lake/"),

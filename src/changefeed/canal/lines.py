@@ -43,6 +43,10 @@ _INSERT_MID, _INSERT_TAIL = b',"preTable":null,"before":null,"after":', b',"ddl"
 _DELETE_MID, _DELETE_TAIL = b',"preTable":null,"before":', b',"after":null,"ddl":null}'
 _ETYPE = {b"insert": b"INSERT", b"update": b"UPDATE", b"delete": b"DELETE"}
 _OVERHEAD = record_length(None, b"")
+# a row message's text between `"es":` and `,"mysqlType":`: es, ts (not read), sql, sqlType (not read: checked once)
+_MESSAGE_MID = re.compile(r'(0|[1-9][0-9]{0,18}),"ts":-?(?:0|[1-9][0-9]{0,19}),"sql":"","sqlType":(\{[^{}]*\})')
+_TIDB_TAIL = '],"_tidb":{"commitTs":'
+_COMMIT_TS = re.compile("0|[1-9][0-9]{0,19}")
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
 _ROW_HEAD = {k: b'{"kind":"%s","commitTs":' % k.value.encode() for k in _DML.values()}
 
@@ -267,6 +271,9 @@ def _compile_json_row(shape: _Shape) -> Callable[[dict[str, Any]], dict[str, Any
     return env["json_row"]
 
 
+_Layout = tuple[_Shape, str, str, "re.Pattern[str]", Callable[[tuple], str], str, tuple]
+
+
 class LineDecoder:
     """canal-json message lines of full rows to event lines, for table shapes the decoder already knows."""
 
@@ -274,68 +281,79 @@ class LineDecoder:
         self._decoder = decoder
         self._rows: dict[int, tuple[_Shape, Callable[[dict[str, Any]], dict[str, Any]], bytes]] = {}
         self.enabled = decoder._compression == "none"
-        # a message's text up to `,"pkNames":` -> the shape of its table, the pattern of the whole message, the
-        # function writing its row, the event line's `,"table":...`, and the decoder's key of the shape
-        self._patterns: dict[str, tuple[_Shape, re.Pattern[str], Callable[[tuple], str], str, tuple] | None] = {}
+        # a message's text up to `,"pkNames":` -> the shape of its table, the text up to the type and from
+        # mysqlType to the row, the row's pattern and writer, the event line's `,"table":...`, the shape's key
+        self._patterns: dict[str, _Layout | None] = {}
         self._sql_types: set[str] = set()  # sqlType texts seen to be JSON objects (the decoder does not read them)
 
     def _learn(self, shape: _Shape, key: tuple[str, str]) -> None:
-        """The pattern of a table's messages as TiCDC writes them, after one took the parsed path."""
+        """The layout of a table's messages as TiCDC writes them, after one took the parsed path: its constant
+        text (up to `es`, and from `mysqlType` to the row), and the pattern of the row."""
         db, tb = key
         prefix = '{"id":0,"database":' + gojson.dumps(db).decode() + ',"table":' + gojson.dumps(tb).decode()
         if prefix in self._patterns or len(shape.names) != len(shape.parsers):
             return
         if len(self._patterns) > 4096:
             self._patterns.clear()
-        got = decode_row_pattern(shape.table, shape.names, shape.parsers, 3)
+        got = decode_row_pattern(shape.table, shape.names, shape.parsers, 0)
         if got is None:
             self._patterns[prefix] = None
             return
         row, build = got
-        pk = re.escape(gojson.dumps(shape.pk).decode()) if shape.pk else r"(?:null|\[\])"
-        pattern = (re.escape(prefix) + ',"pkNames":' + pk + ',"isDdl":false,"type":"(INSERT|DELETE)",'
-                   '"es":(0|[1-9][0-9]{0,18}),"ts":-?(?:0|[1-9][0-9]{0,19}),"sql":"","sqlType":(\\{[^{}]*\\}),'
-                   '"mysqlType":' + re.escape(gojson.dumps(shape.mysql_types).decode()) + ',"old":null,"data":\\['
-                   + row + '\\](?:,"_tidb":\\{"commitTs":(0|[1-9][0-9]{0,19})\\})?\\}')
+        head = prefix + ',"pkNames":' + gojson.dumps(shape.pk or None).decode() + ',"isDdl":false,"type":"'
+        mid = ',"mysqlType":' + gojson.dumps(shape.mysql_types).decode() + ',"old":null,"data":['
         table = ',"table":' + orjson.dumps(table_to_json(shape.table)).decode()
-        self._patterns[prefix] = (shape, re.compile(pattern), build, table, key)
+        self._patterns[prefix] = (shape, head, mid, re.compile(row), build, table, key)
 
     def _matched(self, value: str) -> tuple[str, bytes] | None:
-        """The event line of a message its table's pattern matches, or None."""
+        """The event line of a message laid out as its table's first (constant text, a row its pattern
+        matches), or None."""
         got = self._patterns.get(value[:value.find(',"pkNames":')])
         if got is None:
             return None
-        shape, pattern, build, table, key = got
-        m = pattern.fullmatch(value)
-        if m is None or self._decoder._fast.get(key) is not shape:
+        shape, head, mid, row_re, build, table, key = got
+        if value.startswith(head + 'INSERT","es":'):
+            kind = "insert"
+        elif value.startswith(head + 'DELETE","es":'):
+            kind = "delete"
+        else:
             return None
-        groups = m.groups()
-        sql_type = groups[2]
+        m = _MESSAGE_MID.match(value, len(head) + 13)
+        if m is None or not value.startswith(mid, m.end()) or self._decoder._fast.get(key) is not shape:
+            return None
+        sql_type = m.group(2)
         if sql_type not in self._sql_types:
             if orjson.loads(sql_type).__class__ is not dict:
                 return None
             if len(self._sql_types) > 4096:
                 self._sql_types.clear()
             self._sql_types.add(sql_type)
-        commit = groups[-1]
-        if commit is not None:
-            ts = int(commit)
-            if ts >= 1 << 64:
-                return None
-        else:
-            es = int(groups[1])
+        if value.endswith("]}"):  # no _tidb: the commit ts is es's
+            end = len(value) - 2
+            es = int(m.group(1))
             if es >= 1 << (64 - PHYSICAL_SHIFT):
                 return None
             ts = es << PHYSICAL_SHIFT
+        else:
+            end = value.rfind(_TIDB_TAIL)
+            commit = value[end + len(_TIDB_TAIL):-2]
+            if end < 0 or not value.endswith("}}") or not _COMMIT_TS.fullmatch(commit):
+                return None
+            ts = int(commit)
+            if ts >= 1 << 64:
+                return None
+        rm = row_re.fullmatch(value, m.end() + len(mid), end)
+        if rm is None:
+            return None
         try:
-            row = build(groups)
+            row = build(rm.groups())
         except Exception:  # noqa: BLE001 - a value the pattern could not check: the parsed path decides
             return None
-        if groups[0] == "INSERT":
-            return "insert", f'{{"kind":"insert","commitTs":{ts}{table},"preTable":null,"before":null,"after":{row},' \
-                             '"ddl":null}'.encode()
-        return "delete", f'{{"kind":"delete","commitTs":{ts}{table},"preTable":null,"before":{row},"after":null,' \
+        if kind == "insert":
+            return kind, f'{{"kind":"insert","commitTs":{ts}{table},"preTable":null,"before":null,"after":{row},' \
                          '"ddl":null}'.encode()
+        return kind, f'{{"kind":"delete","commitTs":{ts}{table},"preTable":null,"before":{row},"after":null,' \
+                     '"ddl":null}'.encode()
 
     def _compiled(self, shape: _Shape) -> tuple[Callable[[dict[str, Any]], dict[str, Any]], bytes]:
         got = self._rows.get(id(shape))
