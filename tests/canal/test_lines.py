@@ -159,8 +159,11 @@ def test_the_direct_paths_take_the_common_rows(cfg):
     """Rows of a known table take the direct path (the first of each table, and anything unusual, do not)."""
     rnd = random.Random(3)
     writer = EventWriter()
-    lines = [writer.line(Event(Kind.INSERT, 1 << 40 | i, ORDERS, None, None, _orders_row(rnd, i)))
-             for i in range(200)]
+    def stored(i: int) -> dict:  # values as the table holds them (the ones _orders_row rounds left out)
+        return {**_orders_row(rnd, i), "amount": rnd.choice(["12.34", "0.00", "9999999999.99"]),
+                "created_at": "2026-11-27 12:34:56.123", "plain_dt": "2026-01-02 03:04:05"}
+
+    lines = [writer.line(Event(Kind.INSERT, 1 << 40 | i, ORDERS, None, None, stored(i))) for i in range(200)]
     reader = EventReader()
     reader.parse(lines[0])
     enc = make_encoder(cfg(enable_tidb_extension="true"), clock_ms=lambda: CLOCK)
