@@ -161,7 +161,8 @@ def test_the_direct_paths_take_the_common_rows(cfg):
     writer = EventWriter()
     def stored(i: int) -> dict:  # values as the table holds them (the ones _orders_row rounds left out)
         return {**_orders_row(rnd, i), "amount": rnd.choice(["12.34", "0.00", "9999999999.99"]),
-                "created_at": "2026-11-27 12:34:56.123", "plain_dt": "2026-01-02 03:04:05"}
+                "created_at": "2026-11-27 12:34:56.123", "plain_dt": "2026-01-02 03:04:05",
+                "updated_at": "2026-11-27 12:34:56.123456", "status": rnd.choice([1, 2, 3, None])}
 
     lines = [writer.line(Event(Kind.INSERT, 1 << 40 | i, ORDERS, None, None, stored(i))) for i in range(200)]
     reader = EventReader()
