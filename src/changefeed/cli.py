@@ -550,10 +550,17 @@ def main() -> None:
 
     sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
     sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
-    from .quickcli import quick
+    from .quickcli import parse
 
-    if not quick(sys.argv[1:]):  # encode/decode, read without typer's start-up cost
+    quick = parse(sys.argv[1:])  # a plain encode/decode, read without typer's start-up cost; else typer reads it
+    if quick is None:
         app()
+        return
+    command, kwargs = quick
+    try:
+        (encode if command == "encode" else decode)(**kwargs)
+    except typer.Exit as e:
+        raise SystemExit(e.exit_code) from None
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """`changefeed encode` and `decode` without typer's argument parsing, which costs ~0.14 s of CPU a run (typer 0.29
 builds a pydantic adapter per option): the two codec commands are the ones run over and over in scripts.
 
-A well-formed invocation (the commands' own options, `--name value` or `--name=value`) is read here and runs the
-very function typer would call; anything else (`--help`, an unknown option, a value typer would refuse or might
-read otherwise) returns False, and typer handles the command line as always, errors included."""
+A well-formed invocation (the commands' own options, `--name value` or `--name=value`) is read here into the
+arguments of the very function typer would call (cli.main calls it); anything else (`--help`, an unknown option, a
+value typer would refuse or might read otherwise) gives None, and typer reads the command line as always, errors
+included."""
 
 from __future__ import annotations
 
@@ -58,20 +59,3 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     if options:
         kw["option"] = options
     return argv[0], kw
-
-
-def quick(argv: list[str]) -> bool:
-    """Run `changefeed encode|decode ...` here if it is a plain invocation; False: typer is to read it."""
-    got = parse(argv)
-    if got is None:
-        return False
-    import typer
-
-    from . import cli
-
-    command, kw = got
-    try:
-        getattr(cli, command)(**kw)
-    except typer.Exit as e:
-        raise SystemExit(e.exit_code) from None
-    return True
