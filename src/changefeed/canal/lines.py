@@ -271,7 +271,7 @@ def _compile_json_row(shape: _Shape) -> Callable[[dict[str, Any]], dict[str, Any
     return env["json_row"]
 
 
-_Layout = tuple[_Shape, str, str, "re.Pattern[str]", Callable[[tuple], str], str, tuple]
+_Layout = tuple[_Shape, str, str, "re.Pattern[str]", Callable[[tuple], str], bytes, tuple]
 
 
 class LineDecoder:
@@ -302,7 +302,7 @@ class LineDecoder:
         row, build = got
         head = prefix + ',"pkNames":' + gojson.dumps(shape.pk or None).decode() + ',"isDdl":false,"type":"'
         mid = ',"mysqlType":' + gojson.dumps(shape.mysql_types).decode() + ',"old":null,"data":['
-        table = ',"table":' + orjson.dumps(table_to_json(shape.table)).decode()
+        table = b',"table":' + orjson.dumps(table_to_json(shape.table))
         self._patterns[prefix] = (shape, head, mid, re.compile(row), build, table, key)
 
     def _matched(self, value: str) -> tuple[str, bytes] | None:
@@ -350,10 +350,10 @@ class LineDecoder:
         except Exception:  # noqa: BLE001 - a value the pattern could not check: the parsed path decides
             return None
         if kind == "insert":
-            return kind, f'{{"kind":"insert","commitTs":{ts}{table},"preTable":null,"before":null,"after":{row},' \
-                         '"ddl":null}'.encode()
-        return kind, f'{{"kind":"delete","commitTs":{ts}{table},"preTable":null,"before":{row},"after":null,' \
-                     '"ddl":null}'.encode()
+            return kind, b"".join((b'{"kind":"insert","commitTs":%d' % ts, table,
+                                   b',"preTable":null,"before":null,"after":', row.encode(), b',"ddl":null}'))
+        return kind, b"".join((b'{"kind":"delete","commitTs":%d' % ts, table, b',"preTable":null,"before":',
+                               row.encode(), b',"after":null,"ddl":null}'))
 
     def _compiled(self, shape: _Shape) -> tuple[Callable[[dict[str, Any]], dict[str, Any]], bytes]:
         got = self._rows.get(id(shape))
