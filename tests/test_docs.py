@@ -14,6 +14,8 @@ What a fenced block's info string means:
   a `./scripts/X` or `bench/X.py` it names must exist. `spark-submit` lines are parsed for their changefeed part.
 - ```console: `$ COMMAND` lines run (PATH starts with the project's `.venv/bin`); the lines after one, up to
   the next `$`, are its expected stdout, compared exactly.
+- ```bash: shell for a reader to adapt (placeholders, a broker, a bucket): the block must pass `bash -n`, and every
+  changefeed command in it is parsed as in a parse-only block (array expansions such as "${S3[@]}" left out).
 - ```python: compiled (not run: the README's example starts Spark against a broker); ```json: parsed.
 - ```text, ```toml and a bare fence: illustrative, not checked.
 """
@@ -38,7 +40,10 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
 PARSED_COMMANDS = {"run", "consume", "verify", "capture"}
 CHEAP_BENCH = {"bench/canal_json.py", "bench/simple.py", "bench/debezium.py", "bench/cli_codec.py"}
-CHECKED = {"sh", "console", "python", "json"}
+CHECKED = {"sh", "bash", "console", "python", "json"}
+# a command line of a ```bash block that runs changefeed (directly, or after `a && `)
+CHANGEFEED_LINE = re.compile(r"^(?:\S*/)?changefeed\s|&&\s*(?:\S*/)?changefeed\s")
+ARRAY_WORD = re.compile(r"\$\{\w+\[[@*]\]\}")
 
 
 def blocks() -> list[tuple[str, int, str, str]]:
@@ -124,6 +129,15 @@ def check_parsed(cmd: str) -> None:
             parse_changefeed([w for w in words[i + 1:] if w != "..."])
 
 
+def check_bash(body: str, where: str) -> None:
+    """A ```bash block: its syntax (bash -n), then its changefeed commands parsed (see the module's docstring)."""
+    done = subprocess.run(["bash", "-n"], input=body, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"{where}: bash -n: {done.stderr}"
+    for cmd in commands(body):
+        if CHANGEFEED_LINE.search(cmd):
+            check_parsed(" ".join(w for w in cmd.split(" ") if not ARRAY_WORD.fullmatch(w.strip('"'))))
+
+
 def runs_for_real(cmd: str) -> bool:
     """Whether a command of a plain ```sh block runs (else it is parsed: see the module's docstring)."""
     for words in simple_commands(cmd):
@@ -159,6 +173,8 @@ def test_block(doc: str, index: int, info: str, body: str, tmp_path: Path) -> No
         compile(body, where, "exec")
     elif kind == "json":
         orjson.loads(body)
+    elif kind == "bash":
+        check_bash(body, where)
     elif kind == "console":
         env = scratch(tmp_path)
         for cmd, expected in console_steps(body):
@@ -212,5 +228,10 @@ def test_the_checker_fails_on_drift() -> None:
     """The parser behind parse-only blocks refuses an option the CLI does not have."""
     with pytest.raises(ClickException):
         parse_changefeed(["consume", "--from", "file:///x/t?protocol=canal-json", "--lake", "l", "--no-such"])
+    with pytest.raises(ClickException):
+        check_bash('U="file:///x/t?protocol=canal-json"\nchangefeed consume --from "$U" --lake l --no-such\n', "b")
+    with pytest.raises(AssertionError, match="bash -n"):
+        check_bash("if true; then\n  changefeed encode -i a -o b\n", "b")
+    check_bash('S3=(--conf a=b\n    --conf c=d)\n.venv/bin/changefeed run --lake s3a://l/d "${S3[@]}"\n', "b")
     assert not runs_for_real(".venv/bin/changefeed consume --from x --lake y")
     assert runs_for_real(".venv/bin/changefeed encode -i a -o b")

@@ -564,7 +564,17 @@ def main() -> None:
 
     sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
     sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
-    app()
+    from .quickcli import parse
+
+    quick = parse(sys.argv[1:])  # a plain encode/decode, read without typer's start-up cost; else typer reads it
+    if quick is None:
+        app()
+        return
+    command, kwargs = quick
+    try:
+        (encode if command == "encode" else decode)(**kwargs)
+    except typer.Exit as e:
+        raise SystemExit(e.exit_code) from None
 
 
 if __name__ == "__main__":

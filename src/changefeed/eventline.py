@@ -254,6 +254,11 @@ class EventReader:
         self._tables: dict[bytes, TableInfo] = {}
         self._raw: dict[bytes, TableInfo] = {}  # a table's exact JSON text, as lines carry it
 
+    @property
+    def tables_by_text(self) -> dict[bytes, TableInfo]:
+        """The tables parsed so far, by their exact JSON text in the lines (a live view, for direct paths)."""
+        return self._raw
+
     def _table(self, obj: Any, path: str) -> TableInfo | None:
         if obj is None:
             return None

@@ -20,12 +20,23 @@ if TYPE_CHECKING:
 
 
 def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
-                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, int]:
-    """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`."""
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter, direct: bool = True
+                 ) -> tuple[int, int]:
+    """Event lines to message lines; returns (events, messages). A bad line fails or is skipped per `errors`.
+    Row lines of a table seen before go straight to their message line where the protocol has such a path."""
     reader = EventReader()
     n_events = n_msgs = 0
+    fast = _line_encoder(encoder, reader) if direct else None
+    write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
+        if fast is not None:
+            msg_line = fast(line)
+            if msg_line is not None:
+                write(msg_line + b"\n")
+                n_events += 1
+                n_msgs += 1
+                continue
         try:
             ev = reader.parse(line)
         except DecodeError as e:
@@ -43,14 +54,24 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
 
 
 def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
-                 advance: Callable[[int], None], errors: str, dead: DeadLetter) -> tuple[int, Counter[str]]:
+                 advance: Callable[[int], None], errors: str, dead: DeadLetter, direct: bool = True
+                 ) -> tuple[int, Counter[str]]:
     """Message lines to event lines; returns (messages, events per kind). Messages the decoder still holds at
     the end are left to the caller (`finish_decoder`)."""
     writer = EventWriter()
     kinds: Counter[str] = Counter()
     n_msgs = 0
+    fast = _line_decoder(decoder) if direct else None
+    write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
+        if fast is not None:
+            got = fast(line)
+            if got is not None:
+                kinds[got[0]] += 1
+                write(got[1] + b"\n")
+                n_msgs += 1
+                continue
         try:
             m = message_from_line(line)
             events = decoder.decode(m.value, m.key)
@@ -62,6 +83,31 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
             kinds[ev.kind.value] += 1
             out.write(writer.line(ev) + b"\n")
     return n_msgs, kinds
+
+
+def _line_encoder(encoder: Encoder, reader: EventReader) -> Callable[[bytes], bytes | None] | None:
+    """The protocol's direct event-line -> message-line path (canal-json), or None."""
+    from .canal import CanalJSONEncoder
+
+    if type(encoder) is not CanalJSONEncoder:
+        return None
+    from .canal.lines import LineEncoder
+
+    direct = LineEncoder(encoder, reader.tables_by_text)
+    return direct.line if direct.enabled else None
+
+
+def _line_decoder(decoder: ConsumerDecoder) -> Callable[[bytes], tuple[str, bytes] | None] | None:
+    """The protocol's direct message-line -> event-line path (canal-json), or None."""
+    from .canal import CanalJSONDecoder
+
+    inner = getattr(decoder, "inner", decoder)  # GuardedDecoder's: the direct path raises nothing of its own
+    if type(inner) is not CanalJSONDecoder:
+        return None
+    from .canal.lines import LineDecoder
+
+    direct = LineDecoder(inner)
+    return direct.line if direct.enabled else None
 
 
 def write_avro_schemas(cfg: CodecConfig, lines: Iterable[tuple[int, bytes]], out: IO[bytes]) -> None:

@@ -168,6 +168,20 @@ def rounds(ctype: ColumnType, full_definition: bool) -> bool:
     return False
 
 
+def decimal_held(ctype: ColumnType) -> re.Pattern[str]:
+    """Decimal text already as the column holds it (`-?` digits that fit, exactly `scale` after the point): what
+    the storer lets through unchanged, unless it is a negative zero."""
+    precision, scale = ctype.display_length, max(ctype.scale, 0)
+    whole = "0" if precision == scale else f"(?:0|[1-9]\\d{{0,{precision - scale - 1}}})"
+    return re.compile(("" if ctype.unsigned else "-?") + whole + (f"\\.\\d{{{scale}}}" if scale else "") + r"\Z")
+
+
+def datetime_length(ctype: ColumnType) -> int:
+    """The length of a DATETIME/TIMESTAMP text as the column holds it: 19, plus the point and `fsp` digits."""
+    fsp = ctype.fsp
+    return 19 + (fsp + 1 if fsp else 0)
+
+
 def make_storer(ctype: ColumnType, normalize: Callable[[Any], Any], *, full_definition: bool,
                 warn: Callable[[str], None]) -> Callable[[Any], Any]:
     """A function from an event value to the datum TiDB would store: `normalize`, then rounding or
@@ -192,8 +206,7 @@ def make_storer(ctype: ColumnType, normalize: Callable[[Any], Any], *, full_defi
     # values already as TiDB holds them (most of them) are let through after a cheap check
     if fam is Family.DECIMAL:
         precision, scale, unsigned = ctype.display_length, max(ctype.scale, 0), ctype.unsigned
-        whole = "0" if precision == scale else f"(?:0|[1-9]\\d{{0,{precision - scale - 1}}})"
-        held = re.compile(("" if unsigned else "-?") + whole + (f"\\.\\d{{{scale}}}" if scale else "") + r"\Z")
+        held = decimal_held(ctype)
 
         def fit(v: str) -> Rounded:
             if held.match(v) and not (v[0] == "-" and not v.strip("-0.")):  # no -0.00
@@ -210,7 +223,7 @@ def make_storer(ctype: ColumnType, normalize: Callable[[Any], Any], *, full_defi
             return round_time(v, fsp)
     else:
         fsp = ctype.fsp
-        length = 19 + (fsp + 1 if fsp else 0)
+        length = datetime_length(ctype)
 
         def fit(v: str) -> Rounded:
             return Rounded(v) if len(v) == length else round_datetime(v, fsp)

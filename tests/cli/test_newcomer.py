@@ -69,3 +69,49 @@ def test_a_newcomers_first_session(tmp_path: Path) -> None:
 
     # the folder afterwards: what the user made and named, nothing of Spark's
     assert sorted(p.name for p in home.iterdir()) == ["events.jsonl", "lake", "msgs.jsonl", "topics"]
+
+
+def test_a_fresh_clone_set_up_and_run(tmp_path: Path) -> None:
+    """From `git clone` to a first `run`: the set-up script in a fresh clone (its downloads taken from this
+    checkout's caches: nothing fetched again), then the commands a newcomer types in a folder of their own,
+    and what is left there and in the clone afterwards."""
+    clone = tmp_path / "changefeed"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    for cache in (".tools", ".cache"):  # uv and the jars, S3Proxy, niofs: set up once per machine
+        (clone / cache).symlink_to(ROOT / cache)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYSPARK_GATEWAY_PORT", "SPARK_MASTER")}
+    setup = subprocess.run([str(clone / "scripts" / "setup")], cwd=clone, capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    exe = clone / ".venv" / "bin" / "changefeed"
+    assert exe.is_file()
+
+    home = tmp_path / "newcomer"
+    home.mkdir()
+    (home / "events.jsonl").write_bytes((clone / "src" / "changefeed" / "examples" / "events.jsonl").read_bytes())
+
+    def cmd(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), *args], cwd=home, capture_output=True, text=True, timeout=900, env=env)
+
+    # the README's first command, on the smallest workload: verified, and Spark's noise kept off the terminal
+    r = cmd("run", "--transactions", "5")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "verify" in r.stdout and "passed" in r.stdout, r.stdout[-3000:]
+    noise = [ln for ln in (r.stdout + r.stderr).splitlines() if JVM_NOISE.search(ln)]
+    assert not noise, noise
+
+    # encode -o twice: the file named is replaced (not refused, not appended to)
+    for _ in range(2):
+        e = cmd("encode", "-i", "events.jsonl", "-o", "msgs.jsonl")
+        assert e.returncode == 0 and e.stderr.strip() == "encoded 10 events into 8 canal-json messages", e.stderr
+    assert len((home / "msgs.jsonl").read_bytes().splitlines()) == 8
+
+    # a source that is not there: one line naming it
+    one_error_line(cmd("consume", "--from", "file:///no/such/topic?protocol=canal-json", "--lake", "lake/"),
+                   "/no/such")
+
+    # the folder afterwards: the input, the file asked for, the run's work folder; no spark-warehouse/,
+    # metastore_db/, derby.log or logs of Spark's; and the clone as cloned (nothing written into it)
+    assert sorted(p.name for p in home.iterdir()) == ["changefeed-run", "events.jsonl", "msgs.jsonl"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    assert sorted(status.stdout.split()) == sorted(["??", "??", ".cache", ".tools"]), status.stdout

@@ -98,6 +98,10 @@ class _TablePlan:
             key: tuple = (p.promote(row[p.name]),)  # type: ignore[misc]
         else:
             key = tuple(p.promote(row[p.name]) for p in promote)  # type: ignore[misc]
+        return self.java_by_key(key)
+
+    def java_by_key(self, key: tuple) -> bytes:
+        """sqlType given the codes of the promoted columns (`promote_all` order)."""
         b = self.java_cache.get(key)
         if b is None:
             java = dict(self.java_all)
