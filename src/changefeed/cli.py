@@ -235,6 +235,7 @@ def _reachable(source: str, config: Path | None, connect_timeout: float, wait_fo
 
 @app.command()
 def consume(
+    ctx: typer.Context,
     source: opt.From,
     lake: opt.Lake,
     protocol: opt.ProtocolOverride = None,
@@ -248,8 +249,9 @@ def consume(
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
     vacuum_retention: opt.VacuumRetention = None,
+    changelog_retention: opt.ChangelogRetention = None,
     master: opt.Master = None,
-    config: opt.Config = None,
+    config: opt.ConsumeConfig = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
     wait_for_topic: opt.WaitForTopic = False,
     metrics_port: opt.MetricsPort = None,
@@ -261,9 +263,20 @@ def consume(
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming).
     SIGTERM or SIGINT: the running micro-batch completes, then the summary, exit 0 (again: stop at once)."""
     with reported(debug):
+        from .consumerconfig import command_line_source, hours, with_toml
         from .spark.pipeline import apply_changes, read_changes
         from .spark.source import parse_source
 
+        names = ("scd", "trigger", "max_records_per_trigger", "on_ddl_error", "table_features", "changelog",
+                 "changelog_retention", "watermarks", "vacuum_retention", "checkpoint", "connect_timeout",
+                 "wait_for_topic", "metrics_port", "metrics_host", "health_timeout")
+        if changelog_retention is not None:
+            changelog_retention = hours(changelog_retention, "--changelog-retention")  # type: ignore[assignment]
+        given = locals()
+        got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys
+        (scd, trigger, max_records_per_trigger, on_ddl_error, table_features, changelog, changelog_retention,
+         watermarks, vacuum_retention, checkpoint, connect_timeout, wait_for_topic, metrics_port, metrics_host,
+         health_timeout) = (got[n] for n in names)
         proto, opts = _codec_opts(source, protocol, option)
         base = source.split("?", 1)[0]
         require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
@@ -296,7 +309,8 @@ def consume(
                 query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
                                            watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=on_batch,
                                            table_features=table_features, changelog=changelog,
-                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard)
+                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard,
+                                           changelog_retention_hours=changelog_retention)
                 stop.attach(query)
                 if metrics is not None:
                     metrics.query = query
@@ -486,6 +500,7 @@ def workload(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     protocol: opt.Protocol = "canal-json",
     option: opt.CodecOptions = None,
     sink_uri: opt.RunSinkUri = None,
@@ -512,9 +527,16 @@ def run(
     SIGTERM or SIGINT: the source stops at a transaction boundary with a last watermark, what it sent is applied
     and verified, exit 0 (again: stop at once)."""
     with reported(debug):
+        from .consumerconfig import command_line_source, with_toml
         from .job import RunOptions
         from .job import run as run_job
 
+        names = ("scd", "max_records_per_trigger", "table_features", "vacuum_retention", "metrics_port",
+                 "metrics_host", "health_timeout")
+        given = locals()
+        got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys it has
+        scd, max_records_per_trigger, table_features, vacuum_retention, metrics_port, metrics_host, health_timeout = (
+            got[n] for n in names)
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
         ro = RunOptions(protocol=protocol, options=opts_, sink_uri=sink_uri, work=work, source=source,
                         transactions=transactions, seed=seed, scd=scd, config=config,

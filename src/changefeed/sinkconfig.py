@@ -133,7 +133,8 @@ _TOP_KEYS = {"case-sensitive", "force-replicate", "check-gc-safe-point", "enable
              "sync-point-interval", "sync-point-retention", "memory-quota", "sink", "filter", "mounter",
              "scheduler", "integrity", "consistent", "changefeed-error-stuck-duration", "sql-mode",
              "enable-table-monitor", "ignore-ineligible-table", "synced-status", "enable-old-value",
-             "spark"}  # [spark]: the consumer's Spark settings (spark/settings.py), not TiCDC's
+             "spark", "consumer"}  # [spark]: the consumer's Spark settings (spark/settings.py), [consumer]: consume's
+# options (consumerconfig.py); neither is TiCDC's
 
 
 @dataclass

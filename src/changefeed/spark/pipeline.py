@@ -126,7 +126,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   partitions: dict[str, int] | Callable[[], dict[str, int]] | None = None, app_id: str = "changefeed",
                   on_batch: Callable[[BatchReport], None] | None = None,
                   traits: StreamTraits | None = None, vacuum_retention_hours: float | None = None,
-                  compact: bool = True,
+                  compact: bool = True, changelog_retention_hours: float | None = None,
                   batch_guard: Callable[[Callable[[DataFrame, int], BatchReport]],
                                         Callable[[DataFrame, int], BatchReport]] | None = None,
                   ) -> StreamingQuery | BatchReport:
@@ -137,7 +137,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `table_writers`: how many tables of one window are written at once (1: one after another).
     `changelog` (`<target>/_changefeed/changelog`): "minimal" keeps what a restart reads back (DDL, BOOTSTRAP,
     watermarks, each table shape, and the rows a micro-batch left for a later window); "full" every decoded change
-    as it came, an audit log beside the tables.
+    as it came, an audit log beside the tables. What a restart no longer needs is deleted from it as the consumer
+    runs (the full one's only with `changelog_retention_hours`, once older than that: `apply.retention`).
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
     `read_changes` gave `changes` (a DataFrame made from them needs them given).
     `vacuum_retention_hours`: VACUUM the consumer's tables after micro-batches, with that retention (None: never);
@@ -165,7 +166,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         ddl_definitions=traits.ddl_definitions, untimed_deletes=traits.untimed_deletes,
                         ddl_barrier=not watermarks and traits.ddl_broadcast,
                         text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog,
-                        vacuum_retention_hours=vacuum_retention_hours, compact=compact)
+                        vacuum_retention_hours=vacuum_retention_hours, compact=compact,
+                        changelog_retention_hours=changelog_retention_hours)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:

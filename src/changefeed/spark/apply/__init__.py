@@ -41,6 +41,7 @@ from .ordering import date_deletes
 from .params import bind
 from .projection import Projection
 from .restart import restore
+from .retention import trim_bound
 from .segments import WindowApplier
 from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
 from .tablewrites import TableWriters
@@ -132,6 +133,7 @@ class ChangeApplier:
         t0 = time.monotonic()
         self._load()
         st = self.state
+        trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
         changes = changes.persist()
@@ -173,7 +175,7 @@ class ChangeApplier:
             if log is not None and log.thread is not None:
                 log.thread.join()  # a failed write: the append still reads the cache
             self.backlog.release_batch(batch_id, changes, log.kept if log is not None else None)
-        self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables())
+        self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables(), trim)
         lap("maintenance")
         rep.applied_ts = st.applied_ts
         rep.watermarks = dict(st.watermarks)
