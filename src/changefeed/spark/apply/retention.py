@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .state import ConsumerState
 
 KEY = ("_batch", "topic", "partition", "offset", "idx")  # a changelog row's identity
+IDENTITY = "concat_ws('/', " + ", ".join(f"CAST({c} AS STRING)" for c in KEY) + ")"  # as one string (SQL)
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,8 @@ def condition(t: Trim, keepers: list[Any]) -> str:
     """The rows a trim deletes (Spark SQL, no subquery: a Delta DELETE's condition)."""
     shape = f"kind IN {ROW_KINDS_SQL} AND table_def IS NOT NULL"
     if keepers:
-        ids = ", ".join("(" + ", ".join(sql_string(v) if isinstance(v, str) else str(int(v)) for v in k) + ")"
-                        for k in keepers)
-        shape += f" AND ({', '.join(q(c) for c in KEY)}) NOT IN ({ids})"
+        ids = ", ".join(sql_string("/".join(str(v) for v in k)) for k in keepers)
+        shape += f" AND {IDENTITY} NOT IN ({ids})"
     return (f"({_applied(t)}) AND (kind = 'watermark' OR (kind IN {ROW_KINDS_SQL} AND table_def IS NULL) "
             f"OR ({shape}))")
 
