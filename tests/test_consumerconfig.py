@@ -73,3 +73,14 @@ def test_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
     assert seen == {"trigger": "available-now", "vacuum_retention": 24.0, "scd": 1}
     r = CliRunner().invoke(app, ["--vacuum-retention", "1"])
     assert r.exit_code == 0 and seen == {"trigger": "available-now", "vacuum_retention": 1.0, "scd": 1}
+
+
+def test_the_documented_table_is_taken(tmp_path: Path) -> None:
+    from .conftest import ROOT
+
+    text = (ROOT / "docs" / "maintenance.md").read_text()
+    block = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    toml = tmp_path / "cf.toml"
+    toml.write_text(block)
+    got = consumer_table(toml)
+    assert got["vacuum_retention"] == 168.0 and got["changelog_retention"] == 720.0 and got["metrics_port"] == 9464
