@@ -264,7 +264,7 @@ def consume(
     SIGTERM or SIGINT: the running micro-batch completes, then the summary, exit 0 (again: stop at once)."""
     with reported(debug):
         from .consumerconfig import command_line_source, hours, with_toml
-        from .spark.pipeline import apply_changes, read_changes
+        from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
         from .spark.source import parse_source
 
         names = ("scd", "trigger", "max_records_per_trigger", "on_ddl_error", "table_features", "changelog",
@@ -302,6 +302,7 @@ def consume(
             if metrics is not None:
                 metrics.batch(r)
 
+        late = 0  # query starts that failed on Spark's Python reader connecting back late (spark/pipeline.py)
         try:
             while True:  # once more from the checkpoint when the query stopped while the brokers were away
                 changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
@@ -318,7 +319,12 @@ def consume(
                     try:
                         stopped = stop.wait(query)
                         break
-                    except Exception:
+                    except Exception as e:
+                        if worker_was_late(e) and late < WORKER_RESTARTS and not stop.requested.is_set():
+                            late += 1
+                            err.print("Spark's Python reader did not connect back within 10 s (a loaded machine): "
+                                      "starting the query again from its checkpoint", highlight=False)
+                            continue
                         if watch is None or not watch.saw_down:
                             raise
                 src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint

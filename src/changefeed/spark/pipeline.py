@@ -198,3 +198,16 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     else:
         raise ValueError(f"trigger {trigger!r}: available-now, once or processing-time=<interval>")
     return w.start()
+
+
+# Spark's Python data sources (the file:// stream) start their reader in a fresh Python process when a query
+# starts, and wait 10 s for it to connect back (PythonWorkerFactory.createSimpleWorker: a constant, no setting).
+# On a loaded machine a Python start takes longer, and the query fails before its first micro-batch; started
+# again from its checkpoint it loses and repeats nothing (bench/soak.py failed so at load 16-30 on 2 cores).
+WORKER_LATE = "Python worker failed to connect back"
+WORKER_RESTARTS = 5  # query starts after such a failure, at most
+
+
+def worker_was_late(exc: object) -> bool:
+    """Whether a query failed because Spark's Python reader process did not connect back in time."""
+    return exc is not None and WORKER_LATE in str(exc)
