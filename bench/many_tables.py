@@ -1,11 +1,14 @@
 """The same changes over few tables and over many: does the pipeline's cost follow changes or tables?
 
     .venv/bin/python bench/many_tables.py [--changes 20000] [--tables 4,200] [--batches 4] [--brokers HOST:PORT]
+                                          [--verify]
 
 One canal-json topic per run (3 partitions, a watermark every 100 ms of commit time), each table created by a
 DDL first, then the changes spread round robin over the tables (inserts, a third of them updates of earlier
 keys). `read_changes` + `apply_changes` land it in Delta on local[2] in the same number of micro-batches;
 the figure is the seconds of each run and their ratio to the fewest tables' run (issue 19: at most 1.5x).
+With --verify, also the seconds of one `verify` of each lake against the upstream state (issue 37: a verify over
+1,000 tables in about the time of a few Spark jobs, not several jobs per table).
 """
 
 from __future__ import annotations
@@ -66,7 +69,8 @@ def check(spark, lake: Path, evs: list[Event]) -> None:  # noqa: ANN001 - a Spar
             raise RuntimeError(f"many.{name}: {got} rows landed, {rows} expected")
 
 
-def run(n: int, counts: list[int], batches: int, brokers: str | None = None) -> list[tuple[int, float]]:
+def run(n: int, counts: list[int], batches: int, brokers: str | None = None,
+        verified: list[tuple[int, float]] | None = None) -> list[tuple[int, float]]:
     from changefeed.spark import spark_session
 
     out: list[tuple[int, float]] = []
@@ -87,7 +91,24 @@ def run(n: int, counts: list[int], batches: int, brokers: str | None = None) -> 
             seconds = ours(spark, where, topic, lake, (n + tables) // batches + 1)
             check(spark, lake, evs)
             out.append((tables, seconds))
+            if verified is not None:
+                verified.append((tables, timed_verify(spark, lake, evs)))
     return out
+
+
+def timed_verify(spark, lake: Path, evs: list[Event]) -> float:  # noqa: ANN001 - a SparkSession
+    """Seconds of one `verify` of the lake against the events' final state (it must pass: a figure of a verify
+    that found differences would be no figure)."""
+    from changefeed.spark.verify import verify
+    from changefeed.upstream import final_state
+
+    expected = final_state(evs)
+    t0 = time.perf_counter()
+    rep = verify(spark, str(lake), expected)
+    seconds = time.perf_counter() - t0
+    if not rep.ok:
+        raise RuntimeError(f"verify of {lake} found differences: {[t.name for t in rep.tables if not t.ok][:5]}")
+    return seconds
 
 
 def print_table(n: int, rows: list[tuple[int, float]]) -> None:
@@ -105,12 +126,18 @@ def main() -> None:
     ap.add_argument("--tables", default="4,200", help="table counts, the first one the baseline")
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
+    ap.add_argument("--verify", action="store_true", help="also time one verify of each lake")
     args = ap.parse_args()
     counts = [int(x) for x in args.tables.split(",")]
     t0 = time.perf_counter()
     print(f"{args.changes:,} canal-json changes from Kafka into Delta (SCD1) over {counts} tables, "
           f"{args.batches} micro-batches, Spark local[2]")
-    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers))
+    verified: list[tuple[int, float]] | None = [] if args.verify else None
+    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers, verified))
+    if verified:
+        print(f"{'tables':>8} {'verify s':>9} {'s/table':>9}")
+        for tables, seconds in verified:
+            print(f"{tables:>8} {seconds:>9.1f} {seconds / tables:>9.3f}")
     print(f"({time.perf_counter() - t0:.0f} s in all)")
 
 
