@@ -199,6 +199,8 @@ while not stop.exists():
         for op, sql in (("optimize", f"OPTIMIZE {name}"), ("zorder", f"OPTIMIZE {name} ZORDER BY ({key})"),
                         ("vacuum", f"VACUUM {name} RETAIN 1 HOURS"),
                         ("delete", f"DELETE FROM {name} WHERE __END_AT IS NOT NULL")):
+            if stop.exists():
+                break
             try:
                 got = s.sql(sql).collect()
                 done[op] += 1
@@ -207,9 +209,9 @@ while not stop.exists():
             except Exception as e:  # a conflict with the consumer's commit: the user's operation lost, as in Delta
                 done["failed"] += 1
                 print(op, t, str(e).splitlines()[0][:300], file=sys.stderr)
-        out.write_text(json.dumps(done))
+            out.with_suffix(".tmp").write_text(json.dumps(done))
+            out.with_suffix(".tmp").rename(out)
     time.sleep(0.5)
-out.write_text(json.dumps(done))
 '''
 
 
@@ -253,14 +255,28 @@ def test_a_users_optimize_zorder_vacuum_and_delete_in_another_session_beside_a_s
         changes = read_changes(spark, f"kafka://{kafka_broker}/{topic}", "canal-json",
                                {"enable-tidb-extension": "true"}, schema_store=str(lake / "_schemas"),
                                max_records_per_trigger=40)
-        q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), stored_as_scd_type=2)
-        q.awaitTermination()
+        q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), stored_as_scd_type=2,
+                          trigger="processing-time=1 second")
+
+        def finished() -> bool:  # every operation got in once, and the stream is all applied
+            last = q.lastProgress
+            got = orjson.loads(out.read_bytes()) if out.exists() else {}
+            return (all(got.get(op, 0) > 0 for op in ("optimize", "zorder", "vacuum", "delete"))
+                    and last is not None and last["numInputRows"] == 0 and not q.status["isDataAvailable"])
+
+        deadline = time.monotonic() + 900
+        while not finished():
+            assert q.isActive, q.exception()  # the consumer never fails
+            assert user.poll() is None, (tmp_path / "user.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, ((tmp_path / "user.log").read_text()[-3000:], q.lastProgress)
+            time.sleep(1)
+        batches = len([p for p in q.recentProgress if p["numInputRows"]])
+        q.stop()
         assert q.exception() is None
-        batches = len(q.recentProgress)
     finally:
         stop.write_text("1")
         try:
-            user.wait(120)
+            user.wait(300)
         finally:
             if user.poll() is None:
                 user.kill()
