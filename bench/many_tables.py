@@ -1,6 +1,7 @@
 """The same changes over few tables and over many: does the pipeline's cost follow changes or tables?
 
     .venv/bin/python bench/many_tables.py [--changes 20000] [--tables 4,200] [--batches 4] [--brokers HOST:PORT] [--s3]
+                                          [--verify]
 
 One canal-json topic per run (3 partitions, a watermark every 100 ms of commit time), each table created by a
 DDL first, then the changes spread round robin over the tables (inserts, a third of them updates of earlier
@@ -8,6 +9,8 @@ keys). `read_changes` + `apply_changes` land it in Delta on local[2] in the same
 the figure is the seconds of each run and their ratio to the fewest tables' run (issue 19: at most 1.5x). With
 --s3 each topic is also consumed into a lake on S3 (S3Proxy on 127.0.0.1, started here) right after the local one,
 in the same session: the S3 lake's seconds and their ratio to the local lake's (issue 36: at most 1.5x).
+With --verify, also the seconds of one `verify` of each local lake against the upstream state (issue 37: a verify
+over 1,000 tables in about the time of a few Spark jobs, not several jobs per table).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def _timed(spark, where: str, topic: str, lake: Path | str, per_batch: int,  # n
 
 
 def run(n: int, counts: list[int], batches: int, brokers: str | None = None,
-        s3: bool = False) -> list[tuple[int, float, float | None]]:
+        s3: bool = False, verified: list[tuple[int, float]] | None = None) -> list[tuple[int, float, float | None]]:
     """(tables, seconds on a local lake, seconds on an S3 lake or None) per table count; with `s3`, each topic is
     consumed into a local lake and then into an S3 one (S3Proxy on this machine) back to back, by one session."""
     from changefeed.spark import spark_session
@@ -106,12 +109,29 @@ def run(n: int, counts: list[int], batches: int, brokers: str | None = None,
             produce(evs, where, topic)
             per_batch = (n + tables) // batches + 1
             local, lp = _timed(spark, where, topic, Path(tmp) / f"lake_{tables}", per_batch, evs)
+            if verified is not None:
+                verified.append((tables, timed_verify(spark, Path(tmp) / f"lake_{tables}", evs)))
             remote = None
             if store is not None:
                 remote, rp = _timed(spark, where, topic, store.url(topic), per_batch, evs)
                 STEPS[tables] = (lp, rp)
             out.append((tables, local, remote))
     return out
+
+
+def timed_verify(spark, lake: Path, evs: list[Event]) -> float:  # noqa: ANN001 - a SparkSession
+    """Seconds of one `verify` of the lake against the events' final state (it must pass: a figure of a verify
+    that found differences would be no figure)."""
+    from changefeed.spark.verify import verify
+    from changefeed.upstream import final_state
+
+    expected = final_state(evs)
+    t0 = time.perf_counter()
+    rep = verify(spark, str(lake), expected)
+    seconds = time.perf_counter() - t0
+    if not rep.ok:
+        raise RuntimeError(f"verify of {lake} found differences: {[t.name for t in rep.tables if not t.ok][:5]}")
+    return seconds
 
 
 STEPS: dict[int, tuple[dict[str, float], dict[str, float]]] = {}  # per table count: local's and S3's steps
@@ -141,12 +161,18 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
     ap.add_argument("--s3", action="store_true", help="each run on a local lake and on an S3 lake (S3Proxy)")
+    ap.add_argument("--verify", action="store_true", help="also time one verify of each lake")
     args = ap.parse_args()
     counts = [int(x) for x in args.tables.split(",")]
     t0 = time.perf_counter()
     print(f"{args.changes:,} canal-json changes from Kafka into Delta (SCD1) over {counts} tables, "
           f"{args.batches} micro-batches, Spark local[2]")
-    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers, args.s3))
+    verified: list[tuple[int, float]] | None = [] if args.verify else None
+    print_table(args.changes, run(args.changes, counts, args.batches, args.brokers, args.s3, verified))
+    if verified:
+        print(f"{'tables':>8} {'verify s':>9} {'s/table':>9}")
+        for tables, seconds in verified:
+            print(f"{tables:>8} {seconds:>9.1f} {seconds / tables:>9.3f}")
     print(f"({time.perf_counter() - t0:.0f} s in all)")
 
 

@@ -235,6 +235,7 @@ def _reachable(source: str, config: Path | None, connect_timeout: float, wait_fo
 
 @app.command()
 def consume(
+    ctx: typer.Context,
     source: opt.From,
     lake: opt.Lake,
     protocol: opt.ProtocolOverride = None,
@@ -251,8 +252,9 @@ def consume(
     changelog: opt.Changelog = "minimal",
     watermarks: opt.Watermarks = None,
     vacuum_retention: opt.VacuumRetention = None,
+    changelog_retention: opt.ChangelogRetention = None,
     master: opt.Master = None,
-    config: opt.Config = None,
+    config: opt.ConsumeConfig = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
     wait_for_topic: opt.WaitForTopic = False,
     metrics_port: opt.MetricsPort = None,
@@ -264,9 +266,20 @@ def consume(
     """A change stream into Delta tables, in commit order, exactly once (Spark Structured Streaming).
     SIGTERM or SIGINT: the running micro-batch completes, then the summary, exit 0 (again: stop at once)."""
     with reported(debug):
-        from .spark.pipeline import apply_changes, read_changes
+        from .consumerconfig import command_line_source, hours, with_toml
+        from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
         from .spark.source import parse_source
 
+        names = ("scd", "trigger", "max_records_per_trigger", "on_ddl_error", "table_features", "changelog",
+                 "changelog_retention", "watermarks", "vacuum_retention", "checkpoint", "connect_timeout",
+                 "wait_for_topic", "metrics_port", "metrics_host", "health_timeout")
+        if changelog_retention is not None:
+            changelog_retention = hours(changelog_retention, "--changelog-retention")  # type: ignore[assignment]
+        given = locals()
+        got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys
+        (scd, trigger, max_records_per_trigger, on_ddl_error, table_features, changelog, changelog_retention,
+         watermarks, vacuum_retention, checkpoint, connect_timeout, wait_for_topic, metrics_port, metrics_host,
+         health_timeout) = (got[n] for n in names)
         proto, opts = _codec_opts(source, protocol, option)
         from .spark.apply.names import lake_settings
 
@@ -295,6 +308,7 @@ def consume(
             if metrics is not None:
                 metrics.batch(r)
 
+        late = 0  # query starts that failed on Spark's Python reader connecting back late (spark/pipeline.py)
         try:
             while True:  # once more from the checkpoint when the query stopped while the brokers were away
                 changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
@@ -303,7 +317,8 @@ def consume(
                                            watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=on_batch,
                                            table_features=table_features, changelog=changelog,
                                            vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard,
-                                           catalog=naming[0], database_prefix=naming[1], table_format=naming[2])
+                                           catalog=naming[0], database_prefix=naming[1], table_format=naming[2],
+                                           changelog_retention_hours=changelog_retention)
                 stop.attach(query)
                 if metrics is not None:
                     metrics.query = query
@@ -311,7 +326,12 @@ def consume(
                     try:
                         stopped = stop.wait(query)
                         break
-                    except Exception:
+                    except Exception as e:
+                        if worker_was_late(e) and late < WORKER_RESTARTS and not stop.requested.is_set():
+                            late += 1
+                            err.print("Spark's Python reader did not connect back within 10 s (a loaded machine): "
+                                      "starting the query again from its checkpoint", highlight=False)
+                            continue
                         if watch is None or not watch.saw_down:
                             raise
                 src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
@@ -493,6 +513,7 @@ def workload(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     protocol: opt.Protocol = "canal-json",
     option: opt.CodecOptions = None,
     sink_uri: opt.RunSinkUri = None,
@@ -522,9 +543,16 @@ def run(
     SIGTERM or SIGINT: the source stops at a transaction boundary with a last watermark, what it sent is applied
     and verified, exit 0 (again: stop at once)."""
     with reported(debug):
+        from .consumerconfig import command_line_source, with_toml
         from .job import RunOptions
         from .job import run as run_job
 
+        names = ("scd", "max_records_per_trigger", "table_features", "vacuum_retention", "metrics_port",
+                 "metrics_host", "health_timeout")
+        given = locals()
+        got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys it has
+        scd, max_records_per_trigger, table_features, vacuum_retention, metrics_port, metrics_host, health_timeout = (
+            got[n] for n in names)
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
         from .spark.apply.names import lake_settings
 

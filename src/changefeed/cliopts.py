@@ -53,6 +53,13 @@ Changelog = Annotated[str, typer.Option(
 VacuumRetention = Annotated[float | None, typer.Option(
     "--vacuum-retention", metavar="HOURS", min=0.0,
     help="VACUUM the consumer's tables as it runs: files its commits removed, once older than HOURS (default: never)")]
+ChangelogRetention = Annotated[str | None, typer.Option(
+    "--changelog-retention", metavar="DURATION",
+    help="with --changelog full: remove applied changes older than this from the changelog (hours, or 36h, 7d; "
+         "default: keep all)")]
+ConsumeConfig = Annotated[Path | None, typer.Option(
+    "--config", help="changefeed TOML (TiCDC's keys; its \\[consumer] table: these options, e.g. "
+                     "vacuum-retention = 168)")]
 Watermarks = Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
 

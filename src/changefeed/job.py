@@ -8,6 +8,7 @@ to the moment the lake held every table at (at least) that commit ts.
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
     from .spark.apply import BatchReport
     from .spark.verify import VerifyReport
+
+log = logging.getLogger("changefeed.job")
 
 
 @dataclass
@@ -228,7 +231,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     `on_report`: each micro-batch's report and the lag measured (metrics)."""
     from .sinkconfig import codec_options
     from .spark.layout import LakeLayout, schema_store
-    from .spark.pipeline import apply_changes, read_changes
+    from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
     from .spark.verify import verify
 
     hooks = hooks or Hooks()
@@ -288,15 +291,20 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
                            kafka_settings=kafka_settings(sink_uri, opts.config))  # the sink's TLS/SASL
     worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
     consume_start = time.monotonic()
-    query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
-                               trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
-                               table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention,
-                               catalog=opts.catalog, database_prefix=opts.database_prefix,
-                               table_format=opts.table_format)
-    ready = time.monotonic() + 300
-    while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
-            and "Waiting for data" not in str(query.status.get("message", "")):
-        time.sleep(0.2)  # the consumer is up: from here on the lag is the pipeline's, not Spark's start-up
+    for _ in range(1 + WORKER_RESTARTS):  # again when Spark's Python reader connected back late (pipeline.py)
+        query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
+                                   trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
+                                   table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention,
+                                   catalog=opts.catalog, database_prefix=opts.database_prefix,
+                                   table_format=opts.table_format)
+        ready = time.monotonic() + 300
+        while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
+                and "Waiting for data" not in str(query.status.get("message", "")):
+            time.sleep(0.2)  # the consumer is up: from here on the lag is the pipeline's, not Spark's start-up
+        if not worker_was_late(query.exception()):
+            break
+        log.warning("changefeed: Spark's Python reader did not connect back within 10 s (a loaded machine): "
+                    "starting the query again from its checkpoint")
     worker.start()
     try:
         while worker.is_alive():

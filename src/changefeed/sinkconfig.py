@@ -134,7 +134,8 @@ _TOP_KEYS = {"case-sensitive", "force-replicate", "check-gc-safe-point", "enable
              "scheduler", "integrity", "consistent", "changefeed-error-stuck-duration", "sql-mode",
              "enable-table-monitor", "ignore-ineligible-table", "synced-status", "enable-old-value",
              "spark",  # [spark]: the consumer's Spark settings (spark/settings.py), not TiCDC's
-             "lake"}  # [lake]: catalog, database-prefix, table-format of the consumer's tables (spark/apply/names.py)
+             "lake",  # [lake]: catalog, database-prefix, table-format of the consumer's tables (spark/apply/names.py)
+             "consumer"}  # [consumer]: consume's options (consumerconfig.py), not TiCDC's
 
 
 @dataclass

@@ -71,6 +71,7 @@ class GracefulStop:
         self._query: Any = None
         self._stopper: threading.Thread | None = None
         self._done: int | None = None  # the latest micro-batch the guard saw complete
+        self._said: threading.Thread | None = None  # says that a stop was requested
 
     def install(self) -> GracefulStop:
         """Handle SIGTERM and SIGINT from now on (after Spark is up: PySpark sets its own SIGINT handler)."""
@@ -82,13 +83,20 @@ class GracefulStop:
     def _on_signal(self, signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
         if self.requested.is_set():
-            err.print(f"error: {name} again: stopped at once (a restart replays the unfinished micro-batch)",
-                      highlight=False)
-            os._exit(128 + signum)
+            try:
+                err.print(f"error: {name} again: stopped at once (a restart replays the unfinished micro-batch)",
+                          highlight=False)
+            finally:  # a write the signal interrupted may refuse this one (a reentrant call): exit all the same
+                os._exit(128 + signum)
         self.signal_name = name
         self.requested.set()
-        err.print(f"{name}: finishing the running micro-batch, then stopping ({name} again to stop at once)",
-                  highlight=False)
+        # said from a thread, not from the handler: the handler runs inside whatever the main thread was doing,
+        # a write to stderr included, and a second write into the same buffered stream from there raises
+        self._said = threading.Thread(target=err.print, name="changefeed-stop-said", daemon=True,
+                                      kwargs={"highlight": False},
+                                      args=(f"{name}: finishing the running micro-batch, then stopping ({name} "
+                                            "again to stop at once)",))
+        self._said.start()
         self._start_stopper()
 
     def guard(self, process: Callable[[Any, int], T]) -> Callable[[Any, int], T]:
@@ -136,6 +144,8 @@ class GracefulStop:
             time.sleep(0.2)
         if self._stopper is not None:
             self._stopper.join()
+        if self._said is not None:
+            self._said.join()
         exc = query.exception()
         if self.requested.is_set() and (exc is None or STOP_MARK in str(exc)):
             return True

@@ -127,7 +127,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                   on_batch: Callable[[BatchReport], None] | None = None,
                   traits: StreamTraits | None = None, vacuum_retention_hours: float | None = None,
                   compact: bool = True, catalog: str | None = None, database_prefix: str = "",
-                  table_format: str = "delta",
+                  table_format: str = "delta", changelog_retention_hours: float | None = None,
                   batch_guard: Callable[[Callable[[DataFrame, int], BatchReport]],
                                         Callable[[DataFrame, int], BatchReport]] | None = None,
                   ) -> StreamingQuery | BatchReport:
@@ -138,7 +138,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     `table_writers`: how many tables of one window are written at once (1: one after another).
     `changelog` (`<target>/_changefeed/changelog`): "minimal" keeps what a restart reads back (DDL, BOOTSTRAP,
     watermarks, each table shape, and the rows a micro-batch left for a later window); "full" every decoded change
-    as it came, an audit log beside the tables.
+    as it came, an audit log beside the tables. What a restart no longer needs is deleted from it as the consumer
+    runs (the full one's only with `changelog_retention_hours`, once older than that: `apply.retention`).
     `traits` (`changefeed.traits.stream_traits(protocol, options)`): what the stream is like; by default those
     `read_changes` gave `changes` (a DataFrame made from them needs them given).
     `vacuum_retention_hours`: VACUUM the consumer's tables after micro-batches, with that retention (None: never);
@@ -171,7 +172,8 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
                         ddl_barrier=not watermarks and traits.ddl_broadcast,
                         text_dialect=traits.text_dialect, positions=traits.binlog_positions, changelog=changelog,
                         vacuum_retention_hours=vacuum_retention_hours, compact=compact, catalog=catalog,
-                        database_prefix=database_prefix, table_format=table_format)
+                        database_prefix=database_prefix, table_format=table_format,
+                        changelog_retention_hours=changelog_retention_hours)
     applier = ChangeApplier(changes.sparkSession, target, app_id=app_id, options=opts, partitions=partitions,
                             on_batch=on_batch)
     if not changes.isStreaming:
@@ -202,3 +204,16 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     else:
         raise ValueError(f"trigger {trigger!r}: available-now, once or processing-time=<interval>")
     return w.start()
+
+
+# Spark's Python data sources (the file:// stream) start their reader in a fresh Python process when a query
+# starts, and wait 10 s for it to connect back (PythonWorkerFactory.createSimpleWorker: a constant, no setting).
+# On a loaded machine a Python start takes longer, and the query fails before its first micro-batch; started
+# again from its checkpoint it loses and repeats nothing (bench/soak.py failed so at load 16-30 on 2 cores).
+WORKER_LATE = "Python worker failed to connect back"
+WORKER_RESTARTS = 5  # query starts after such a failure, at most
+
+
+def worker_was_late(exc: object) -> bool:
+    """Whether a query failed because Spark's Python reader process did not connect back in time."""
+    return exc is not None and WORKER_LATE in str(exc)

@@ -179,3 +179,115 @@ def test_a_users_compaction_loop_beside_a_streaming_consume_loses_and_doubles_no
         other.join()
     assert batches >= 3 and compactions[0] > 0, (batches, compactions)
     lake_equals(spark, lake, final_state(events))
+
+
+USER_MAINTENANCE = '''
+import json, sys, time
+from pathlib import Path
+from changefeed.spark import spark_session
+
+lake, out, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+s = spark_session("local[1]", "a-users-maintenance")
+s.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+done = {"optimize": 0, "zorder": 0, "vacuum": 0, "delete": 0, "deleted_rows": 0, "failed": 0}
+out.with_name("ready").write_text("1")
+while not stop.exists():
+    for t in sorted(p for p in lake.glob("*/*") if (p / "_delta_log").is_dir() and not p.parent.name.startswith("_")):
+        name = "delta.`%s`" % t
+        cols = s.read.format("delta").load(str(t)).columns
+        key = "id" if "id" in cols else cols[0]
+        for op, sql in (("optimize", f"OPTIMIZE {name}"), ("zorder", f"OPTIMIZE {name} ZORDER BY ({key})"),
+                        ("vacuum", f"VACUUM {name} RETAIN 1 HOURS"),
+                        ("delete", f"DELETE FROM {name} WHERE __END_AT IS NOT NULL")):
+            if stop.exists():
+                break
+            try:
+                got = s.sql(sql).collect()
+                done[op] += 1
+                if op == "delete" and got:
+                    done["deleted_rows"] += int(got[0][0])
+            except Exception as e:  # a conflict with the consumer's commit: the user's operation lost, as in Delta
+                done["failed"] += 1
+                print(op, t, str(e).splitlines()[0][:300], file=sys.stderr)
+            out.with_suffix(".tmp").write_text(json.dumps(done))
+            out.with_suffix(".tmp").rename(out)
+    time.sleep(0.5)
+'''
+
+
+def test_a_users_optimize_zorder_vacuum_and_delete_in_another_session_beside_a_streaming_consume(
+        spark, kafka_broker: str, tmp_path: Path) -> None:
+    """A second Spark session (another process, as a user's job) runs OPTIMIZE, ZORDER, VACUUM and a DELETE of
+    closed SCD2 versions (rows the stream never changes again) over and over on the consumer's tables while the
+    consumer applies a Kafka stream in many micro-batches: the consumer never fails, each operation gets in, and
+    the lake ends equal to upstream (the open versions; the history lost only what the DELETE removed)."""
+    import subprocess
+    import sys
+    import time
+
+    from changefeed.eventline import EventWriter
+    from changefeed.spark.pipeline import apply_changes, read_changes
+    from changefeed.upstream import final_state
+    from changefeed.workload import generate
+
+    from ...conftest import ROOT
+    from ..test_pipeline import lake_equals
+
+    events = list(generate(seed=29, transactions=120))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"usermaint-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", uri, "--input", str(lines),
+                    "--ddl-to-all-partitions"], check=True, cwd=ROOT, capture_output=True)
+    lake, out, stop = tmp_path / "lake", tmp_path / "done.json", tmp_path / "stop"
+    (tmp_path / "user.py").write_text(USER_MAINTENANCE)
+    log = open(tmp_path / "user.log", "w")
+    user = subprocess.Popen([sys.executable, str(tmp_path / "user.py"), str(lake), str(out), str(stop)],
+                            cwd=tmp_path, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "ready").exists():  # its Spark is up before the stream starts
+            assert user.poll() is None, (tmp_path / "user.log").read_text()
+            assert time.monotonic() < deadline, "the user's session did not start"
+            time.sleep(0.5)
+        changes = read_changes(spark, f"kafka://{kafka_broker}/{topic}", "canal-json",
+                               {"enable-tidb-extension": "true"}, schema_store=str(lake / "_schemas"),
+                               max_records_per_trigger=40)
+        q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), stored_as_scd_type=2,
+                          trigger="processing-time=1 second")
+
+        def finished() -> bool:  # every operation got in once, and the stream is all applied
+            last = q.lastProgress
+            got = orjson.loads(out.read_bytes()) if out.exists() else {}
+            return (all(got.get(op, 0) > 0 for op in ("optimize", "zorder", "vacuum", "delete"))
+                    and last is not None and last["numInputRows"] == 0 and not q.status["isDataAvailable"])
+
+        deadline = time.monotonic() + 900
+        while not finished():
+            assert q.isActive, q.exception()  # the consumer never fails
+            assert user.poll() is None, (tmp_path / "user.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, ((tmp_path / "user.log").read_text()[-3000:], q.lastProgress)
+            time.sleep(1)
+        batches = len([p for p in q.recentProgress if p["numInputRows"]])
+        q.stop()
+        assert q.exception() is None
+    finally:
+        stop.write_text("1")
+        try:
+            user.wait(300)
+        finally:
+            if user.poll() is None:
+                user.kill()
+            log.close()
+    done = orjson.loads(out.read_bytes())
+    assert batches >= 5, batches
+    assert all(done[op] > 0 for op in ("optimize", "zorder", "vacuum", "delete")), (
+        done, (tmp_path / "user.log").read_text()[-3000:])
+    assert done["deleted_rows"] > 0, done
+    lake_equals(spark, lake, final_state(events))  # the open versions: every row upstream holds, once
+    for t in (lake / "app").iterdir():  # no key with two open versions (a change applied twice would leave one)
+        df = spark.read.format("delta").load(str(t)).where("__END_AT IS NULL")
+        key = "id" if "id" in df.columns else df.columns[0]
+        assert df.groupBy(key).count().where("count > 1").count() == 0, t

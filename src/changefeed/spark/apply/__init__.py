@@ -47,6 +47,7 @@ from .ordering import date_deletes
 from .params import bind
 from .projection import Projection
 from .restart import restore
+from .retention import trim_bound
 from .segments import WindowApplier
 from .state import BatchReport, ConsumerState, Laps, ProgressLog, read_progress
 from .tablewrites import TableWriters
@@ -162,6 +163,7 @@ class ChangeApplier:
         t0 = time.monotonic()
         self._load()
         st = self.state
+        trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
         changes = changes.persist()
@@ -208,7 +210,7 @@ class ChangeApplier:
             self.names.sync(sorted({*self._tables, *self.store.known_tables()}), synced)
             rep.iceberg_commits = synced.tables
             lap("iceberg")
-        self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables())
+        self.upkeep.after_batch(self.changelog.bronze, self.store.known_tables(), trim)
         lap("maintenance")
         rep.applied_ts = st.applied_ts
         rep.watermarks = dict(st.watermarks)

@@ -10,6 +10,8 @@ here, after each micro-batch:
 - the changelog (appended outside Spark's writer, so no auto compaction follows): compacted once it holds
   `COMPACT_MIN_FILES` files (delta-rs's OPTIMIZE on a local lake, Delta's elsewhere). Compaction changes no row
   (its commit says dataChange=false): readers and the consumer's own replays see the same rows.
+- the changelog's rows a restart no longer needs, deleted every `TRIM_EVERY` micro-batches (`retention`; the full
+  changelog's only with a retention), before its compaction.
 - with a retention (`--vacuum-retention HOURS`, off by default): VACUUM of each table the consumer committed
   to, at most once per `VACUUM_EVERY_S`, deleting the files its commits removed once older than the retention
   (Delta's VACUUM: any file the table's log no longer lists, older than that).
@@ -28,12 +30,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .lake import Lake
+    from .retention import Trim
 
 AUTO_COMPACT = "spark.databricks.delta.autoCompact.enabled"
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 COMPACT_MIN_FILES = 50  # as Delta's autoCompact.minNumFiles
 VACUUM_EVERY_S = 600.0  # a table vacuumed at most this often
 VACUUM_PER_BATCH = 8  # tables vacuumed after one micro-batch at most (the others at the next)
+TRIM_EVERY = COMPACT_MIN_FILES  # micro-batches between two trims of the changelog (each adds a file to it)
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +56,19 @@ class Maintenance:
         self.retention = vacuum_retention_hours
         self.compact = compact
         self._vacuumed: dict[str, float] = {}  # table path -> when it was last vacuumed (monotonic)
+        self._untrimmed = 0  # micro-batches since the changelog's last trim (or the start)
         if compact:
             auto_compact(lake.spark)
 
-    def after_batch(self, changelog: str, tables: list[str]) -> list[str]:
-        """The batch's upkeep: the changelog compacted when it is due, then tables due a VACUUM; what was done
-        (a failure is logged and skipped)."""
+    def after_batch(self, changelog: str, tables: list[str], trim: Trim | None = None) -> list[str]:
+        """The batch's upkeep: the changelog trimmed (`trim`: what it may delete) and compacted when they are due,
+        then tables due a VACUUM; what was done (a failure is logged and skipped)."""
         done: list[str] = []
+        if trim is not None:
+            self._untrimmed += 1
+            if self._untrimmed >= TRIM_EVERY:
+                self._untrimmed = 0
+                self._guard(f"trim {changelog}", lambda: self._trim(changelog, trim, done))
         if self.compact:
             self._guard(f"compact {changelog}", lambda: self._compact(changelog, done))
         if self.retention is not None:
@@ -88,6 +98,15 @@ class Maintenance:
             self.lake.sql(f"OPTIMIZE delta.`{path.replace('`', '``')}`")
         self.lake.logs.forget(path)  # its files changed: read again at its next commit
         done.append(f"compacted {path}")
+
+    def _trim(self, path: str, trim: Trim, done: list[str]) -> None:
+        from .retention import trim as delete_unneeded
+
+        if not self.lake.exists(path):
+            return
+        n = delete_unneeded(self.lake.spark, path, trim)
+        self.lake.logs.forget(path)  # its files changed: read again at its next commit
+        done.append(f"trimmed {path}" + (f" ({n} rows)" if n >= 0 else ""))
 
     def _vacuum(self, path: str, done: list[str]) -> None:
         if not self.lake.exists(path):

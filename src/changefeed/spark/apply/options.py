@@ -62,6 +62,9 @@ class ApplyOptions:
     catalog: str | None = None
     database_prefix: str = ""
     table_format: str = "delta"
+    # the changelog "full": applied changes older than this many hours deleted (None: kept); "minimal" deletes
+    # what a restart no longer needs whatever its age (`retention`)
+    changelog_retention_hours: float | None = None
 
     def check(self) -> None:
         """Refuse settings that contradict each other, before anything is read or written."""
@@ -69,6 +72,11 @@ class ApplyOptions:
             raise ApplyError(f"stored_as_scd_type must be 1 or 2, not {self.scd_type}")
         if self.on_ddl_error not in ("stop", "skip"):
             raise ApplyError(f"on_ddl_error is stop or skip, not {self.on_ddl_error!r}")
+        if self.changelog_retention_hours is not None and (self.changelog != "full"
+                                                           or self.changelog_retention_hours < 0):
+            raise ApplyError("a changelog retention is a number of hours >= 0, for the full changelog (the minimal "
+                             f"one keeps only what a restart needs), not {self.changelog_retention_hours} with "
+                             f"changelog={self.changelog}")
         if self.track_history_column_list is not None and self.scd_type != 2:
             raise ApplyError("track_history_column_list applies to stored_as_scd_type=2")
         if self.table_format not in ("delta", "delta+iceberg"):
