@@ -17,9 +17,10 @@ import orjson
 
 from ..errors import ChangefeedError
 from ..eventline import table_from_json
-from .apply.catalog import table_of
-from ..model import Event, Kind, TableInfo
+from ..model import Column, Event, Kind, TableInfo
+from ..mysqltypes import Family
 from ..mysqltypes.text import make_text_parser
+from .apply.catalog import table_of
 
 # the columns a rebuilt Event needs, in this order (stage inputs select them)
 EVENT_COLUMNS = ("kind", "database", "table", "commit_ts", "schema_version", "position", "before", "after",
@@ -52,6 +53,19 @@ class DefBook:
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
+
+
+_ROUNDED = (Family.DECIMAL, Family.DATETIME, Family.TIMESTAMP, Family.TIME)
+
+
+def _parser(c: Column, binary: str) -> Callable[[str], Any]:
+    """A column's text back to its datum, rounded to the column's scale or fsp as TiDB stores it (a decoder's view
+    of a DECIMAL(10,2) may have been a double: 1.5, not 1.50)."""
+    parse = make_text_parser(c.type, binary)
+    if c.type.family in _ROUNDED:
+        store = c.store
+        return lambda s: store(parse(s))
+    return parse
 
 
 class Rebuilder:
@@ -117,7 +131,7 @@ class Rebuilder:
             return None
         ps = self.parsers.get(id(t))
         if ps is None:
-            ps = self.parsers[id(t)] = {c.name: make_text_parser(c.type, self.binary) for c in t.columns}
+            ps = self.parsers[id(t)] = {c.name: _parser(c, self.binary) for c in t.columns}
         try:
             return {k: None if v is None else ps[k](v) for k, v in pairs}
         except Exception as e:  # noqa: BLE001 - say which value
@@ -125,8 +139,9 @@ class Rebuilder:
                 try:
                     None if v is None else ps[k](v)
                 except Exception:  # noqa: BLE001
-                    raise ChangefeedError(f"{t.qualified}: column {k!r} ({t.by_name[k].mysql_type if k in t.by_name else '?'}"
-                                          f") cannot hold {str(v)[:40]!r}: {e}") from None
+                    typ = t.by_name[k].mysql_type if k in t.by_name else "?"
+                    raise ChangefeedError(f"{t.qualified}: column {k!r} ({typ}) cannot hold {str(v)[:40]!r}: {e}"
+                                          ) from None
             raise
 
     def event(self, row: tuple) -> Event:
