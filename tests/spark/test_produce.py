@@ -1,0 +1,185 @@
+"""Spark as the producer (spark/produce.py, spark/transcode.py): canal-json -> debezium -> canal-json through two
+streaming transcodes gives back the source's changes and DDL, in commit order per key with watermarks only past
+what every partition sent; the transcoded stream, consumed into a lake with the full changelog, replayed as
+another protocol and consumed into a second lake, equals upstream; a transcode killed (SIGKILL) mid-stream and
+restarted leaves a stream the consumer lands exactly once."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from changefeed.codecs import make_decoder
+from changefeed.config import build_config
+from changefeed.eventline import EventWriter
+from changefeed.model import Event, Kind
+from changefeed.spark.pipeline import apply_changes, read_changes
+from changefeed.spark.transcode import WriterState, replay, start_transcode
+from changefeed.transport.files import read_topic
+from changefeed.upstream import final_state
+from changefeed.workload import generate
+
+from ..conftest import ROOT
+from .test_pipeline import lake_equals, produce
+
+CANAL = {"enable-tidb-extension": "true"}
+
+
+def decoded(folder: Path, topic: str, protocol: str, options: dict[str, str]) -> list[tuple[int, int, Event]]:
+    """Every event of a file topic, decoded by a consumer per partition: (partition, offset, event)."""
+    cfg = build_config(protocol, options)
+    decoders: dict[int, object] = {}
+    out = []
+    for rec in read_topic(folder, topic):
+        dec = decoders.setdefault(rec.partition, make_decoder(cfg))
+        for ev in dec.decode(rec.value, rec.key):  # type: ignore[attr-defined]
+            out.append((rec.partition, rec.offset, ev))
+    return out
+
+
+def changes_of(events: list[Event]) -> collections.Counter:
+    """Row changes (kind, commit ts, table, images as event-line JSON) and DDL (commit ts, query), counted."""
+    w = EventWriter()
+    out: collections.Counter = collections.Counter()
+    for ev in events:
+        if ev.is_row:
+            obj = orjson.loads(w.line(ev))
+            out[orjson.dumps([ev.kind.value, ev.commit_ts, ev.table.table, obj["before"], obj["after"]],
+                             option=orjson.OPT_SORT_KEYS)] += 1
+        elif ev.kind is Kind.DDL:
+            out[orjson.dumps(["ddl", ev.commit_ts, ev.query])] += 1
+    return out
+
+
+def check_order(stream: list[tuple[int, int, Event]]) -> int:
+    """Per partition: no change at or before a watermark the partition already carried, a key's changes in commit
+    order; returns the watermarks seen."""
+    marks: dict[int, int] = {}
+    last: dict[tuple, int] = {}
+    n = 0
+    for part, off, ev in stream:
+        if ev.kind is Kind.WATERMARK:
+            assert ev.commit_ts >= marks.get(part, 0), f"partition {part}@{off}: the watermark went back"
+            marks[part] = ev.commit_ts
+            n += 1
+            continue
+        assert ev.commit_ts > marks.get(part, -1), f"partition {part}@{off}: a change at or before a watermark"
+        if ev.is_row:
+            t = ev.table
+            image = ev.after if ev.after is not None else ev.before
+            key = (part, t.schema, t.table, tuple(image[k] for k in t.handle_key))
+            assert ev.commit_ts >= last.get(key, 0), f"partition {part}@{off}: a key's changes out of commit order"
+            last[key] = ev.commit_ts
+    return n
+
+
+def transcode(spark, src: str, protocol: str, options: dict[str, str], sink: str, cp: Path) -> WriterState:
+    query, writer = start_transcode(spark, src, protocol, options, sink, checkpoint=str(cp))
+    query.awaitTermination()
+    assert query.exception() is None
+    writer.finish(spark)
+    return writer.state
+
+
+def test_two_transcodes_give_back_the_source_and_a_replay_equals_upstream(spark, tmp_path: Path) -> None:
+    events = list(generate(seed=7, transactions=80))
+    s = tmp_path / "streams"
+    produce(tmp_path, f"file://{s}/a?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
+    source = decoded(s, "a", "canal-json", CANAL)
+
+    st1 = transcode(spark, f"file://{s}/a", "canal-json", CANAL, f"file://{s}/b?protocol=debezium&partition-num=2",
+                    tmp_path / "cp1")
+    st2 = transcode(spark, f"file://{s}/b", "debezium", {},
+                    f"file://{s}/c?protocol=canal-json&enable-tidb-extension=true&partition-num=3", tmp_path / "cp2")
+    assert st1.events > 0 and st2.events > 0
+    out = decoded(s, "c", "canal-json", CANAL)
+    want, got = changes_of([e for _, _, e in source]), changes_of([e for _, _, e in out])
+    assert set(got) == set(want), (list(set(want) - set(got))[:2], list(set(got) - set(want))[:2])
+    assert check_order(out) > 0  # watermarks where they may be, none before a change they cover
+    check_order(decoded(s, "b", "debezium", {}))
+
+    # the transcoded stream consumed with the full changelog, replayed as another protocol into a second lake
+    lake1, lake2 = tmp_path / "lake1", tmp_path / "lake2"
+    q = apply_changes(read_changes(spark, f"file://{s}/c", "canal-json", CANAL, schema_store=str(lake1 / "_s")),
+                      str(lake1), checkpoint=str(lake1 / "_cp"), changelog="full")
+    q.awaitTermination()
+    expected = final_state(events)
+    lake_equals(spark, lake1, expected)
+    rep = replay(spark, str(lake1), f"file://{s}/d?protocol=simple&partition-num=2")
+    assert rep.events >= len([e for e in events if e.is_row])
+    q = apply_changes(read_changes(spark, f"file://{s}/d", "simple", {}, schema_store=str(lake2 / "_s")),
+                      str(lake2), checkpoint=str(lake2 / "_cp"))
+    q.awaitTermination()
+    lake_equals(spark, lake2, expected)
+    check_order(decoded(s, "d", "simple", {}))
+
+
+def test_a_replay_of_a_minimal_changelog_is_refused_in_one_line(spark, tmp_path: Path) -> None:
+    from changefeed.errors import ChangefeedError
+
+    events = list(generate(seed=5, transactions=5))
+    produce(tmp_path, f"file://{tmp_path}/s/a?protocol=canal-json&enable-tidb-extension=true&partition-num=1", events)
+    lake = tmp_path / "lake"
+    q = apply_changes(read_changes(spark, f"file://{tmp_path}/s/a", "canal-json", CANAL,
+                                   schema_store=str(lake / "_s")), str(lake), checkpoint=str(lake / "_cp"))
+    q.awaitTermination()
+    with pytest.raises(ChangefeedError, match="--changelog full"):
+        replay(spark, str(lake), f"file://{tmp_path}/s/b?protocol=simple")
+
+
+def test_transcode_killed_mid_stream_resends_at_most_a_micro_batch(spark, kafka_broker: str, tmp_path: Path) -> None:
+    events = list(generate(seed=29, transactions=150))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"transcode-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    cli = [sys.executable, "-m", "changefeed.cli"]
+    subprocess.run([*cli, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    out_dir = tmp_path / "out"
+    sink = f"file://{out_dir}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2"
+    cp = tmp_path / "cp"
+    cmd = [*cli, "transcode", "--from", uri, "--sink-uri", sink, "--checkpoint", str(cp),
+           "--max-records-per-trigger", "60"]
+    proc = subprocess.Popen([*cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if (cp / "producer-state.json").exists() and WriterState.load(str(cp)).batches >= 2:
+                break
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+            time.sleep(0.1)
+        else:
+            pytest.fail("the transcode sent no micro-batch in 240 s")
+        time.sleep(1.5)  # somewhere inside a later micro-batch
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    killed_at = WriterState.load(str(cp)).batches
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "transcoded" in done.stderr
+
+    stream = decoded(out_dir, "t", "canal-json", CANAL)
+    rows = [e for _, _, e in stream if e.is_row]
+    unique = changes_of([e for e in events if e.is_row])
+    sent = changes_of(rows)
+    assert set(sent) == set(unique)  # nothing lost
+    again = sum(sent.values()) - sum(unique.values())
+    assert again <= 60, f"{again} changes sent again: more than the micro-batch the kill interrupted"
+    assert killed_at < WriterState.load(str(cp)).batches  # the restart went on
+    lake = tmp_path / "lake"
+    q = apply_changes(read_changes(spark, f"file://{out_dir}/t", "canal-json", CANAL, schema_store=str(lake / "_s")),
+                      str(lake), checkpoint=str(lake / "_cp"))
+    q.awaitTermination()
+    lake_equals(spark, lake, final_state(events))
