@@ -254,22 +254,59 @@ def _dialect_of(df: DataFrame) -> str:
     return stream.traits.text_dialect if stream is not None else "text"
 
 
-def collect_defs(df: DataFrame, book: DefBook | None = None) -> DefBook:
-    """The table definitions the changes carry (a row's shape, a DDL's before and after), first commit ts each."""
+@dataclass
+class Survey:
+    """What one aggregation over the changes tells the driver: per source partition, kind, table and table
+    definition, the first and last commit ts (a few rows: most rows carry no definition)."""
+
+    rows: list[Any]
+
+    def book(self, book: DefBook | None = None) -> DefBook:
+        """The table definitions the changes carry (a row's shape, a DDL's before and after), first commit ts each."""
+        book = book or DefBook()
+        for r in self.rows:
+            kind, db, tb, ver, tdef, pre, lo = (r["kind"], r["database"], r["table"], r["schema_version"],
+                                               r["table_def"], r["pre_table_def"], r["lo"])
+            if tdef and kind in ("insert", "update", "delete", "ddl", "bootstrap"):
+                book.merge([(db, tb, ver, tdef, lo, 2 if kind in ("ddl", "bootstrap") else 1)])
+            if pre:  # a DDL's before: the definition in force until it
+                t = table_from_json(orjson.loads(pre))
+                if t.table:
+                    book.add(t.schema, t.table, max(0, int(lo or 0) - 1), t.version, pre, 2)
+        return book
+
+    def tables(self) -> list[tuple[str | None, str | None]]:
+        return sorted({(r["database"], r["table"]) for r in self.rows if r["kind"] in SENT_KINDS})
+
+    def last_ts(self) -> int | None:
+        return max((r["hi"] for r in self.rows if r["kind"] in SENT_KINDS and r["hi"] is not None), default=None)
+
+    def partition_ts(self, watermarks: bool) -> dict[str, int]:
+        """Per source partition ("topic/partition"): its last watermark, or its last change's commit ts."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            if (r["kind"] == "watermark") == watermarks and (watermarks or r["kind"] in SENT_KINDS) \
+                    and r["hi"] is not None:
+                k = f"{r['topic']}/{r['partition']}"
+                out[k] = max(out.get(k, -1), int(r["hi"]))
+        return out
+
+
+SENT_KINDS = ("insert", "update", "delete", "ddl")
+
+
+def survey(df: DataFrame) -> Survey:
     from pyspark.sql import functions as F
 
-    book = book or DefBook()
-    defs = df.where("table_def IS NOT NULL AND kind IN ('insert', 'update', 'delete', 'ddl', 'bootstrap')")
-    rank = F.when(F.col("kind").isin("ddl", "bootstrap"), 2).otherwise(1)
-    rows = (defs.groupBy("database", "table", "schema_version", "table_def")
-            .agg(F.min("commit_ts").alias("ts"), F.max(rank).alias("rank")).collect())
-    book.merge((r["database"], r["table"], r["schema_version"], r["table_def"], r["ts"], r["rank"]) for r in rows)
-    pre = df.where("pre_table_def IS NOT NULL").select("commit_ts", "pre_table_def").collect()
-    for r in pre:  # a DDL's before: the definition in force until it
-        t = table_from_json(orjson.loads(r["pre_table_def"]))
-        if t.table:
-            book.add(t.schema, t.table, max(0, int(r["commit_ts"] or 0) - 1), t.version, r["pre_table_def"], 2)
-    return book
+    rows = (df.where("kind <> 'error'")
+            .groupBy("topic", "partition", "kind", "database", "table", "schema_version", "table_def", "pre_table_def")
+            .agg(F.min("commit_ts").alias("lo"), F.max("commit_ts").alias("hi")).collect())
+    return Survey(rows)
+
+
+def collect_defs(df: DataFrame, book: DefBook | None = None) -> DefBook:
+    """The table definitions the changes carry (a row's shape, a DDL's before and after), first commit ts each."""
+    return survey(df).book(book)
 
 
 def sendable(df: DataFrame) -> DataFrame:
@@ -307,7 +344,8 @@ def plan_targets(plan: SinkPlan, tables: list[tuple[str | None, str | None]], kn
 def write_changes(df: DataFrame, sink_uri: str, *, config: str | Path | None = None,
                   resolved: int | str | None = "complete", ddl_to_all_partitions: bool = False,
                   watermark_interval_ms: int = 1000, dialect: str | None = None, book: DefBook | None = None,
-                  targets: Targets | None = None, floor: int | None = None) -> WriteReport:
+                  targets: Targets | None = None, floor: int | None = None, seen: Survey | None = None
+                  ) -> WriteReport:
     """Send a (batch) DataFrame of changes to a sink URI (`kafka://...` or `file:///...`, any protocol),
     encoded on the executors, routed and partitioned as TiCDC routes them, in commit order per partition.
 
@@ -315,19 +353,19 @@ def write_changes(df: DataFrame, sink_uri: str, *, config: str | Path | None = N
     data feed), a commit ts up to which it is complete (a stream's micro-batch), or None (no watermark).
     `dialect`: the text of the images ("canal" for a plain canal-json stream's, else "text"; by default
     what `read_changes` gave). `book`, `targets`: what earlier micro-batches learnt (the report's `plan` is the
-    next one's `targets`); `floor`: the watermark they sent last (none at or below it is sent again)."""
+    next one's `targets`); `floor`: the watermark they sent last (none at or below it is sent again); `seen`: the
+    changes' `survey`, when the caller made it already."""
     from pyspark.sql import functions as F
 
     plan = SinkPlan(sink_uri, str(config) if config else None, ddl_to_all_partitions, watermark_interval_ms)
     dialect = dialect or _dialect_of(df)
-    book = collect_defs(df, book)
+    seen = seen or survey(df)
+    book = seen.book(book)
     changes = sendable(df)
-    tables = changes.groupBy("database", "table").agg(F.max("commit_ts").alias("ts"), F.count("*").alias("n"))
-    seen = tables.collect()
-    targets = plan_targets(plan, [(r["database"], r["table"]) for r in seen], targets)
+    targets = plan_targets(plan, seen.tables(), targets)
     rep = WriteReport(topics=sorted(targets.partitions))
     if resolved == "complete":
-        resolved = max((r["ts"] for r in seen if r["ts"] is not None), default=None)
+        resolved = seen.last_ts()
     assert resolved is None or isinstance(resolved, int)
     rep.resolved = resolved
     spark = df.sparkSession

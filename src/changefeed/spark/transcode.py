@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import ChangefeedError
-from .produce import DefBook, SinkPlan, Targets, WriteReport, write_changes
+from .produce import DefBook, SinkPlan, Targets, WriteReport, survey, write_changes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,21 +86,17 @@ class ChangeWriter:
         return min(seen) if seen else None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         batch = batch.persist()
         try:
-            kinds = batch.where("kind IN ('watermark', 'insert', 'update', 'delete', 'ddl')").groupBy(
-                "topic", "partition", F.col("kind") == "watermark").agg(F.max("commit_ts").alias("ts")).collect()
+            seen = survey(batch)
             st = self.state
-            for r in kinds:
-                key = f"{r['topic']}/{r['partition']}"
-                book = st.marks if r[2] else st.heads
-                if r["ts"] is not None and r["ts"] > book.get(key, -1):
-                    book[key] = int(r["ts"])
+            for book, marks in ((st.marks, True), (st.heads, False)):
+                for key, ts in seen.partition_ts(marks).items():
+                    book[key] = max(book.get(key, -1), ts)
             rep = write_changes(batch, self.sink_uri, config=self.config, resolved=self.resolved(),
                                 ddl_to_all_partitions=self.ddl_to_all, watermark_interval_ms=self.interval,
-                                dialect=self.dialect, book=self.book, targets=self.targets, floor=st.floor)
+                                dialect=self.dialect, book=self.book, targets=self.targets, floor=st.floor,
+                                seen=seen)
         finally:
             batch.unpersist()
         self.targets = rep.plan
@@ -199,9 +195,12 @@ def replay(spark: SparkSession, lake: str, sink_uri: str, *, from_ts: int | None
            tables: list[str] | None = None, config: str | None = None, watermark_interval_ms: int = 1000,
            ddl_to_all_partitions: bool = False) -> WriteReport:
     """Every change of a lake's full changelog (from `from_ts`, of `tables`) sent again, in commit order."""
-    from .produce import collect_defs
-
     df, everything, dialect = changelog_changes(spark, lake, from_ts=from_ts, tables=tables)
-    book = collect_defs(everything)  # the definitions in force at from_ts came earlier
-    return write_changes(df, sink_uri, config=config, resolved="complete", dialect=dialect, book=book,
+    if from_ts is None:
+        seen = survey(df)
+        book = seen.book()
+    else:
+        book = survey(everything).book()  # the definitions in force at from_ts came before it
+        seen = survey(df)
+    return write_changes(df, sink_uri, config=config, resolved="complete", dialect=dialect, book=book, seen=seen,
                          watermark_interval_ms=watermark_interval_ms, ddl_to_all_partitions=ddl_to_all_partitions)
