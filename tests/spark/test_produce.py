@@ -185,3 +185,36 @@ def test_transcode_killed_mid_stream_resends_at_most_a_micro_batch(spark, kafka_
                       str(lake), checkpoint=str(lake / "_cp"))
     q.awaitTermination()
     lake_equals(spark, lake, final_state(events))
+
+
+def test_a_delta_change_data_feed_published_as_canal_json(spark, tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from delta.tables import DeltaTable
+
+    from changefeed.spark.cdf import cdf_changes
+    from changefeed.spark.produce import write_changes
+
+    path = str(tmp_path / "orders")
+    rows = [(1, "a", Decimal("1.50"), b"\x00\xff"), (2, "b", None, None), (3, "c", Decimal("-3.25"), b"x")]
+    (spark.createDataFrame(rows, "id long, name string, amount decimal(10,2), raw binary").write.format("delta")
+     .option("delta.enableChangeDataFeed", "true").save(path))
+    dt = DeltaTable.forPath(spark, path)
+    dt.update("id = 2", {"name": "'b2'", "amount": "2.00"})
+    dt.delete("id = 3")
+    changes = cdf_changes(spark, path, database="shop", table="orders", keys=["id"])
+    rep = write_changes(changes, f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true"
+                                 "&partition-num=2", dialect="text")
+    assert rep.events == 5
+    out = decoded(tmp_path / "s", "t", "canal-json", CANAL)
+    check_order(out)
+    w = EventWriter()
+    got = sorted((e.commit_ts, e.kind.value, orjson.loads(w.line(e))) for _, _, e in out if e.is_row)
+    assert [g[1] for g in got] == ["insert", "insert", "insert", "update", "delete"]
+    assert got[0][0] < got[3][0] < got[4][0]  # the versions' order
+    after = {g[2]["after"]["id"]: g[2]["after"] for g in got if g[1] == "insert"}
+    assert after[1] == {"id": 1, "name": "a", "amount": "1.50", "raw": {"$b64": "AP8="}}
+    assert after[2]["amount"] is None
+    upd = got[3][2]
+    assert upd["before"]["name"] == "b" and upd["after"] == {"id": 2, "name": "b2", "amount": "2.00", "raw": None}
+    assert got[4][2]["before"]["id"] == 3
