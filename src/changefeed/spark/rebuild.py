@@ -76,7 +76,7 @@ class Rebuilder:
         self.binary = "latin1" if dialect == "canal" else "base64"
         self.parsed: dict[str, TableInfo] = {}
         self.shapes: set[str] = set()  # canal-json's row shapes (short types): a full definition is preferred
-        self.parsers: dict[int, dict[str, Callable[[str], Any]]] = {}
+        self.parsers: dict[int, tuple[TableInfo, dict[str, Callable[[str], Any]]]] = {}
         self.found: dict[tuple, TableInfo | None] = {}
         self.ts_index = {k: [e[0] for e in v] for k, v in book.entries.items()}
 
@@ -129,9 +129,12 @@ class Rebuilder:
     def values(self, t: TableInfo, pairs: list[tuple[str, str | None]] | None) -> dict[str, Any] | None:
         if pairs is None:
             return None
-        ps = self.parsers.get(id(t))
-        if ps is None:
-            ps = self.parsers[id(t)] = {c.name: _parser(c, self.binary) for c in t.columns}
+        held = self.parsers.get(id(t))
+        if held is None or held[0] is not t:  # an id is only unique while its table lives
+            if len(self.parsers) > 4096:
+                self.parsers.clear()
+            held = self.parsers[id(t)] = (t, {c.name: _parser(c, self.binary) for c in t.columns})
+        ps = held[1]
         try:
             return {k: None if v is None else ps[k](v) for k, v in pairs}
         except Exception as e:  # noqa: BLE001 - say which value
