@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -33,12 +34,14 @@ from .test_pipeline import lake_equals, produce
 CANAL = {"enable-tidb-extension": "true"}
 
 
-def decoded(folder: Path, topic: str, protocol: str, options: dict[str, str]) -> list[tuple[int, int, Event]]:
-    """Every event of a file topic, decoded by a consumer per partition: (partition, offset, event)."""
+def decoded(folder: Path, topic: str, protocol: str, options: dict[str, str], records: Any = None
+            ) -> list[tuple[int, int, Event]]:
+    """Every event of a file topic (or of `records`), decoded by a consumer per partition: (partition, offset,
+    event)."""
     cfg = build_config(protocol, options)
     decoders: dict[int, object] = {}
     out = []
-    for rec in read_topic(folder, topic):
+    for rec in records if records is not None else read_topic(folder, topic):
         dec = decoders.setdefault(rec.partition, make_decoder(cfg))
         for ev in dec.decode(rec.value, rec.key):  # type: ignore[attr-defined]
             out.append((rec.partition, rec.offset, ev))
@@ -187,11 +190,13 @@ def test_transcode_killed_mid_stream_resends_at_most_a_micro_batch(spark, kafka_
     lake_equals(spark, lake, final_state(events))
 
 
-def test_a_delta_change_data_feed_published_as_canal_json(spark, tmp_path: Path) -> None:
+def test_a_delta_change_data_feed_published_to_kafka_as_canal_json(spark, kafka_broker: str, tmp_path: Path) -> None:
     from decimal import Decimal
 
     from delta.tables import DeltaTable
 
+    from changefeed.linecodec import topic_records
+    from changefeed.sinkconfig import parse_sink_uri
     from changefeed.spark.cdf import cdf_changes
     from changefeed.spark.produce import write_changes
 
@@ -203,10 +208,11 @@ def test_a_delta_change_data_feed_published_as_canal_json(spark, tmp_path: Path)
     dt.update("id = 2", {"name": "'b2'", "amount": "2.00"})
     dt.delete("id = 3")
     changes = cdf_changes(spark, path, database="shop", table="orders", keys=["id"])
-    rep = write_changes(changes, f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true"
-                                 "&partition-num=2", dialect="text")
-    assert rep.events == 5
-    out = decoded(tmp_path / "s", "t", "canal-json", CANAL)
+    uri = (f"kafka://{kafka_broker}/cdf-{os.getpid()}-{int(time.time())}?protocol=canal-json"
+           "&enable-tidb-extension=true&partition-num=2")
+    rep = write_changes(changes, uri, dialect="text")
+    assert rep.events == 5 and rep.targets == 2
+    out = decoded(tmp_path, "", "canal-json", CANAL, topic_records(parse_sink_uri(uri)))
     check_order(out)
     w = EventWriter()
     got = sorted((e.commit_ts, e.kind.value, orjson.loads(w.line(e))) for _, _, e in out if e.is_row)
