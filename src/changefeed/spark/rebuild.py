@@ -45,6 +45,12 @@ class DefBook:
         lst.append((ts, version, rank, text))
         lst.sort(key=lambda e: e[0])
 
+    def upstream(self) -> list[list[Any]]:
+        """The DDL's and BOOTSTRAP's definitions (rank 2), as plain lists: kept beside a stream's checkpoint, since a
+        micro-batch after a restart may hold none of the DDL its rows follow."""
+        return [[db, tb, ts, ver, text] for (db, tb), lst in self.entries.items() for ts, ver, rank, text in lst
+                if rank == 2]
+
     def merge(self, rows: Iterable[Any]) -> None:
         """Rows of (database, table, schema_version, table_def, first commit_ts, rank)."""
         for db, tb, ver, text, ts, rank in rows:
@@ -133,7 +139,9 @@ class Rebuilder:
         if held is None or held[0] is not t:  # an id is only unique while its table lives
             if len(self.parsers) > 4096:
                 self.parsers.clear()
-            held = self.parsers[id(t)] = (t, {c.name: _parser(c, self.binary) for c in t.columns})
+            shape = any(self.parsed.get(x) is t for x in self.shapes)  # short types: no scale to round to
+            held = self.parsers[id(t)] = (t, {c.name: make_text_parser(c.type, self.binary) if shape
+                                              else _parser(c, self.binary) for c in t.columns})
         ps = held[1]
         try:
             return {k: None if v is None else ps[k](v) for k, v in pairs}

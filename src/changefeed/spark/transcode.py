@@ -38,6 +38,7 @@ class WriterState:
     marks: dict[str, int] = field(default_factory=dict)  # "topic/partition" -> the source's latest watermark
     heads: dict[str, int] = field(default_factory=dict)  # "topic/partition" -> the latest commit ts seen
     floor: int | None = None  # the last watermark sent
+    defs: list[list[Any]] = field(default_factory=list)  # the upstream's definitions seen (DefBook.upstream)
     events: int = 0
     messages: int = 0
     batches: int = 0
@@ -72,6 +73,8 @@ class ChangeWriter:
         self.ddl_to_all = ddl_to_all_partitions
         self.state = WriterState.load(state_folder)
         self.book = DefBook()
+        for db, tb, ts, ver, text in self.state.defs:
+            self.book.add(db, tb, ts, ver, text, 2)
         self.targets: Targets | None = None
         self.last: WriteReport | None = None
 
@@ -105,6 +108,7 @@ class ChangeWriter:
         st.events += rep.events
         st.messages += rep.messages
         st.batches += 1
+        st.defs = self.book.upstream()
         st.save(self.folder)
         self.last = rep
 
