@@ -206,7 +206,8 @@ def test_a_delta_change_data_feed_published_to_kafka_as_canal_json(spark, kafka_
     out = decoded(tmp_path, "", "canal-json", CANAL, topic_records(parse_sink_uri(uri)))
     check_order(out)
     w = EventWriter()
-    got = sorted((e.commit_ts, e.kind.value, orjson.loads(w.line(e))) for _, _, e in out if e.is_row)
+    got = sorted(((e.commit_ts, e.kind.value, orjson.loads(w.line(e))) for _, _, e in out if e.is_row),
+                 key=lambda g: (g[0], g[1], orjson.dumps(g[2], option=orjson.OPT_SORT_KEYS)))
     assert [g[1] for g in got] == ["insert", "insert", "insert", "update", "delete"]
     assert got[0][0] < got[3][0] < got[4][0]  # the versions' order
     after = {g[2]["after"]["id"]: g[2]["after"] for g in got if g[1] == "insert"}

@@ -84,6 +84,7 @@ class Rebuilder:
         self.shapes: set[str] = set()  # canal-json's row shapes (short types): a full definition is preferred
         self.parsers: dict[int, tuple[TableInfo, dict[str, Callable[[str], Any]]]] = {}
         self.found: dict[tuple, TableInfo | None] = {}
+        self.merged: dict[tuple, tuple[TableInfo, TableInfo]] = {}
         self.ts_index = {k: [e[0] for e in v] for k, v in book.entries.items()}
 
     def table(self, text: str) -> TableInfo:
@@ -132,6 +133,26 @@ class Rebuilder:
                         return t
         return None
 
+    def completed(self, db: str, tb: str, shape: TableInfo) -> TableInfo:
+        """A canal-json row shape (short types: `set`, `decimal`) with each column's full type taken from the latest
+        upstream definition that has a column of its name (a row whose exact definition the changes lack: after a
+        RENAME COLUMN the transcoder did not see, say)."""
+        key = (db, tb, id(shape))
+        got = self.merged.get(key)
+        if got is not None and got[0] is shape:
+            return got[1]
+        full: dict[str, Column] = {}
+        for _, _, rank, text in self.book.entries.get((db, tb), []):
+            if rank == 2:
+                for c in self.table(text).columns:
+                    full[c.name] = c
+        cols = [Column(c.name, full[c.name].mysql_type, charset=full[c.name].charset, collate=full[c.name].collate,
+                       nullable=full[c.name].nullable, primary_key=c.primary_key) if c.name in full else c
+                for c in shape.columns]
+        t = TableInfo(shape.schema, shape.table, columns=cols, indexes=shape.indexes)
+        self.merged[key] = (shape, t)
+        return t
+
     def values(self, t: TableInfo, pairs: list[tuple[str, str | None]] | None) -> dict[str, Any] | None:
         if pairs is None:
             return None
@@ -170,6 +191,8 @@ class Rebuilder:
         tried = [t for t in (best, own if own is not None and tdef not in self.shapes else None) if t is not None]
         if not tried:
             t = self.lookup(db, tb, ts, ver, names) or own
+            if t is not None and any(self.parsed.get(x) is t for x in self.shapes):
+                t = self.completed(db, tb, t)
             if t is None:
                 raise ChangefeedError(f"a change of {db}.{tb} at commit ts {ts} and no table definition of it in "
                                       "the changes (they carry one on the first row of each table shape)")
