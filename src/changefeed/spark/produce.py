@@ -263,7 +263,7 @@ class Survey:
 
     def book(self, book: DefBook | None = None) -> DefBook:
         """The table definitions the changes carry (a row's shape, a DDL's before and after), first commit ts each."""
-        book = book or DefBook()
+        book = book if book is not None else DefBook()  # an empty book is falsy (__len__)
         for r in self.rows:
             kind, db, tb, ver, tdef, pre, lo = (r["kind"], r["database"], r["table"], r["schema_version"],
                                                r["table_def"], r["pre_table_def"], r["lo"])
