@@ -112,7 +112,7 @@ def test_two_transcodes_give_back_the_source(spark, tmp_path: Path) -> None:
     check_order(decoded(s, "b", "debezium", {}))
 
 
-@pytest.mark.xfail(reason="open bug (issue 40, producer branch): from a multi-micro-batch Kafka canal-json source, some "
+@pytest.mark.xfail(reason="open bug (issue 40): from a multi-micro-batch Kafka canal-json source, some "
                    "transcoded users rows carry the canal row shape (SET as its bitmask) instead of the upstream "
                    "definition; the lakes and the kill/restart part are not reached while it fails", strict=False)
 def test_a_transcode_killed_mid_stream_then_its_output_replayed_from_the_lake(spark, kafka_broker: str,
