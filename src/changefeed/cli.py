@@ -362,6 +362,62 @@ def _serve_metrics(spark: SparkSession, lake: str, port: int | None, host: str,
 
 
 @app.command()
+def transcode(
+    source: opt.From,
+    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///...")],
+    protocol: opt.ProtocolOverride = None,
+    option: opt.CodecOptions = None,
+    checkpoint: Annotated[str | None, typer.Option(help="the query's checkpoint folder (default: "
+                                                        "./changefeed-transcode/<hash of --from and --sink-uri>)")
+                          ] = None,
+    trigger: opt.Trigger = "available-now",
+    max_records_per_trigger: opt.MaxRecords = None,
+    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
+    ddl_to_all_partitions: Annotated[bool, typer.Option(
+        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    master: opt.Master = None,
+    config: opt.Config = None,
+    connect_timeout: opt.ConnectTimeout = 30.0,
+    conf: opt.SparkConf = None,
+    debug: opt.Debug = False,
+) -> None:
+    """A change stream re-encoded into another protocol or topic on Spark, routed as TiCDC routes (streaming,
+    from a checkpoint; at least once, what a restart sends again is the micro-batch it was in)."""
+    with reported(debug):
+        from .transcoding import run_transcode
+
+        proto, opts = _codec_opts(source, protocol, option)
+        settings = _reachable(source, config, connect_timeout, False, opts)
+        run_transcode(source, sink_uri, proto, opts, checkpoint=checkpoint, trigger=trigger, config=config,
+                      settings=settings, master=master, conf=conf, debug=debug,
+                      max_records_per_trigger=max_records_per_trigger, watermark_interval_ms=watermark_interval_ms,
+                      ddl_to_all_partitions=ddl_to_all_partitions)
+
+
+@app.command()
+def replay(
+    lake: opt.Lake,
+    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///...")],
+    from_ts: Annotated[int | None, typer.Option(help="the first commit ts sent (default: all)")] = None,
+    tables: Annotated[str | None, typer.Option(help="db.table,db.* ... (default: every table)")] = None,
+    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
+    ddl_to_all_partitions: Annotated[bool, typer.Option(
+        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    master: opt.Master = None,
+    config: opt.Config = None,
+    conf: opt.SparkConf = None,
+    debug: opt.Debug = False,
+) -> None:
+    """A lake's bronze changelog (consumed with --changelog full) sent again as a stream, in commit order."""
+    with reported(debug):
+        from .transcoding import run_replay
+
+        run_replay(lake, sink_uri, from_ts=from_ts, tables=[t for t in (tables or "").split(",") if t] or None,
+                   config=config, master=master, conf=conf, debug=debug,
+                   watermark_interval_ms=watermark_interval_ms, ddl_to_all_partitions=ddl_to_all_partitions)
+
+
+@app.command()
 def status(
     lake: Annotated[str, typer.Option("--lake", help="the lake changefeed consume writes")],
     json: Annotated[bool, typer.Option("--json", help="one JSON object (the names of /metrics' figures)")] = False,

@@ -230,14 +230,17 @@ class Lake:
         if version is not None:
             self.committed(path, version)
 
-    def create_log(self, path: str, schema: Any, stats: str) -> None:
+    def create_log(self, path: str, schema: Any, stats: str, properties: dict[str, str] | None = None) -> None:
         """An append-only table of the consumer's, with file statistics only on the columns its readers filter
         by: statistics on every column (images, raw bytes) made each append measurably slower (see
-        bench/RESULTS.md)."""
+        bench/RESULTS.md). `properties`: table properties it is created with (what the changelog keeps)."""
         from delta.tables import DeltaTable
 
-        (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
-         .property("delta.dataSkippingStatsColumns", stats).execute())
+        b = (DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
+             .property("delta.dataSkippingStatsColumns", stats))
+        for k, v in (properties or {}).items():
+            b = b.property(k, v)
+        b.execute()
 
     def append(self, rows: DataFrame, path: str, batch_id: int) -> bool:
         """Rows appended to a log as this consumer's commit `batch_id` (once, however often it is replayed); False
