@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -21,25 +21,23 @@ from .cliio import (
     open_in,
     open_out,
     reported,
-    require_source,
 )
 from .codecs import make_decoder, make_encoder
 from .config import ConfigError, build_config, parse_option_pairs
+from .consuming import reachable, serve_metrics_for
 from .errors import DecodeError
 from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
-from .runreport import ConsumeTotals, RunBars, print_roundtrip, print_run, print_verify
-from .spark.layout import LakeLayout, lake_path, schema_store
+from .runreport import RunBars, print_roundtrip, print_run, print_verify
+from .spark.layout import lake_path
 from .spark.logs import spark_folder
 from .spark.objectstore import check_store
 from .stopping import GracefulStop, jvm_ignores_sigterm
-from .workdir import open_checkpoint, open_folder, open_lake, replacing
+from .workdir import open_folder, open_lake, replacing
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
-    from .metrics import ConsumerMetrics, MetricsServer
-    from .spark.apply import BatchReport
+    pass
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -209,30 +207,6 @@ def _codec_opts(uri: str, protocol: str | None, option: list[str] | None) -> tup
     return codec_options(uri, protocol, parse_option_pairs(option or []))
 
 
-def _reachable(source: str, config: Path | None, connect_timeout: float, wait_for_topic: bool,
-               codec: dict[str, str]) -> dict[str, str]:
-    """A Kafka source's TLS/SASL settings (URI over TOML), once its brokers, topics and schema registry answer:
-    refused in one line, within the connect timeout, when they cannot be used."""
-    from .sinkconfig import kafka_settings
-    from .transport.reach import set_connect_timeout
-
-    set_connect_timeout(connect_timeout)
-    settings = kafka_settings(source, config)
-    if not source.lower().startswith("kafka"):
-        return settings
-    from .spark.source import parse_source
-
-    parse_source(source.split("?", 1)[0], settings).probe(wait_for_topic)
-    if codec.get("schema-registry"):
-        from .avro.registry import SchemaRegistry
-        from .codecs import registry_tls_args
-        from .config import build_config
-
-        cfg = build_config("avro", {k: v for k, v in codec.items() if k.startswith("schema-registry")})
-        SchemaRegistry(cfg.schema_registry, timeout_s=connect_timeout, retries=1, **registry_tls_args(cfg)).subjects()
-    return settings
-
-
 @app.command()
 def consume(
     ctx: typer.Context,
@@ -267,8 +241,6 @@ def consume(
     SIGTERM or SIGINT: the running micro-batch completes, then the summary, exit 0 (again: stop at once)."""
     with reported(debug):
         from .consumerconfig import command_line_source, hours, with_toml
-        from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
-        from .spark.source import parse_source
 
         names = ("scd", "trigger", "max_records_per_trigger", "on_ddl_error", "table_features", "changelog",
                  "changelog_retention", "watermarks", "vacuum_retention", "checkpoint", "connect_timeout",
@@ -277,88 +249,13 @@ def consume(
             changelog_retention = hours(changelog_retention, "--changelog-retention")  # type: ignore[assignment]
         given = locals()
         got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys
-        (scd, trigger, max_records_per_trigger, on_ddl_error, table_features, changelog, changelog_retention,
-         watermarks, vacuum_retention, checkpoint, connect_timeout, wait_for_topic, metrics_port, metrics_host,
-         health_timeout) = (got[n] for n in names)
         proto, opts = _codec_opts(source, protocol, option)
+        from .consuming import consume_into_lake
         from .spark.apply.names import lake_settings
 
         naming = lake_settings(str(config) if config else None, catalog, database_prefix, table_format)
-        base = source.split("?", 1)[0]
-        require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
-        lake = lake_path(lake)
-        checkpoint = lake_path(checkpoint) if checkpoint else None
-        cp = checkpoint or LakeLayout(lake).checkpoint
-        open_lake(lake)  # refused, in one line, when it holds the user's files
-        if checkpoint:
-            open_checkpoint(checkpoint)
-        settings = _reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
-        with jvm_ignores_sigterm():
-            spark = command_spark(master, spark_folder(lake), debug, conf, config)
-        check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
-        if checkpoint:
-            check_store(spark, checkpoint, "--checkpoint")
-        stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
-        metrics, server = _serve_metrics(spark, lake, metrics_port, metrics_host, health_timeout)
-        totals = ConsumeTotals()  # the clock starts once Spark is up
-        src = parse_source(base, settings)
-
-        def on_batch(r: BatchReport) -> None:
-            totals.batch(r)
-            if metrics is not None:
-                metrics.batch(r)
-
-        late = 0  # query starts that failed on Spark's Python reader connecting back late (spark/pipeline.py)
-        try:
-            while True:  # once more from the checkpoint when the query stopped while the brokers were away
-                changes = read_changes(spark, base, proto, opts, schema_store=schema_store(cp),
-                                       max_records_per_trigger=max_records_per_trigger, kafka_settings=settings)
-                query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=scd, trigger=trigger,
-                                           watermarks=watermarks, on_ddl_error=on_ddl_error, on_batch=on_batch,
-                                           table_features=table_features, changelog=changelog,
-                                           vacuum_retention_hours=vacuum_retention, batch_guard=stop.guard,
-                                           catalog=naming[0], database_prefix=naming[1], table_format=naming[2],
-                                           changelog_retention_hours=changelog_retention)
-                stop.attach(query)
-                if metrics is not None:
-                    metrics.query = query
-                with src.watch() as watch:  # a broker that goes away is said, once
-                    try:
-                        stopped = stop.wait(query)
-                        break
-                    except Exception as e:
-                        if worker_was_late(e) and late < WORKER_RESTARTS and not stop.requested.is_set():
-                            late += 1
-                            err.print("Spark's Python reader did not connect back within 10 s (a loaded machine): "
-                                      "starting the query again from its checkpoint", highlight=False)
-                            continue
-                        if watch is None or not watch.saw_down:
-                            raise
-                src.metadata()  # waits for the brokers (said once), then the query resumes from its checkpoint
-                err.print("the query stopped while the brokers were away: resuming from its checkpoint",
-                          highlight=False)
-        finally:
-            if server is not None:
-                server.close()
-        totals.print_end(lake)
-        if stopped:
-            err.print(f"stopped on {stop.signal_name}: the micro-batch in hand completed; a restart goes on from "
-                      "there", highlight=False)
-
-
-def _serve_metrics(spark: SparkSession, lake: str, port: int | None, host: str,
-                   health_timeout: float) -> tuple[ConsumerMetrics | None, MetricsServer | None]:
-    """`--metrics-port`: served from the lake's last progress record on."""
-    if port is None:
-        return None, None
-    from .metrics import serve_metrics
-    from .status import delta_tables, lake_status, progress_records
-
-    status = lake_status(progress_records(lake, lambda: spark), delta_tables(lake))
-    metrics, server = serve_metrics(port, host, health_timeout, status)
-    if server is not None:
-        err.print(f"metrics on {server.address}/metrics, health on {server.address}/healthz", highlight=False)
-    return metrics, server
+        consume_into_lake(source, lake, proto, opts, naming, config=config, master=master, conf=conf, debug=debug,
+                          **got)
 
 
 @app.command()
@@ -387,7 +284,7 @@ def transcode(
         from .transcoding import run_transcode
 
         proto, opts = _codec_opts(source, protocol, option)
-        settings = _reachable(source, config, connect_timeout, False, opts)
+        settings = reachable(source, config, connect_timeout, False, opts)
         run_transcode(source, sink_uri, proto, opts, checkpoint=checkpoint, trigger=trigger, config=config,
                       settings=settings, master=master, conf=conf, debug=debug,
                       max_records_per_trigger=max_records_per_trigger, watermark_interval_ms=watermark_interval_ms,
@@ -626,7 +523,7 @@ def run(
         with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
             spark = command_spark(master, folder.claim("spark"), debug, conf, config)
         stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
-        metrics, server = _serve_metrics(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
+        metrics, server = serve_metrics_for(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
         try:
             with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                           console=err, transient=False) as bar:
