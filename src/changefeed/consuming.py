@@ -44,9 +44,9 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
     settings = reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
     with jvm_ignores_sigterm():
         spark = command_spark(master, spark_folder(lake), debug, conf, config)
-    check_store(spark, lake)  # a wrong endpoint or bad credentials: one line naming the store
+    check_store(spark, lake, timeout=connect_timeout)  # a wrong endpoint or bad credentials: one line naming the store
     if checkpoint:
-        check_store(spark, checkpoint, "--checkpoint")
+        check_store(spark, checkpoint, "--checkpoint", connect_timeout)
     stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
     metrics, server = serve_metrics_for(spark, lake, metrics_port, metrics_host, health_timeout)
     totals = ConsumeTotals()  # the clock starts once Spark is up

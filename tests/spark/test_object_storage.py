@@ -5,6 +5,7 @@ a store that cannot be reached is one line naming it."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -145,17 +146,35 @@ def test_a_store_that_cannot_be_reached_is_one_line_naming_it(spark, s3_store, t
     assert len(errors) == 1 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
     assert "s3a://lake" in errors[0], errors[0]
 
+    # a wrong endpoint (S3A's own retries would take minutes) and one that accepts but never answers: each at once
+    # or within the connect timeout, one line
     conf = spark._jsc.hadoopConfiguration()
     from tests.conftest import _free_port
 
-    for k, v in {"endpoint": f"http://127.0.0.1:{_free_port()}", "attempts.maximum": "1", "retry.limit": "0",
-                 "path.style.access": "true", "access.key": "k", "secret.key": "s", "endpoint.region": "us-east-1",
-                 "connection.ssl.enabled": "false"}.items():
+    port = _free_port()
+    for k, v in {"endpoint": f"http://127.0.0.1:{port}", "path.style.access": "true", "access.key": "k",
+                 "secret.key": "s", "endpoint.region": "us-east-1", "connection.ssl.enabled": "false"}.items():
         conf.set(f"fs.s3a.bucket.nowhere.{k}", v)
+    started = time.monotonic()
     with pytest.raises(StorageError) as e:
-        check_store(spark, "s3a://nowhere/lake")
-    assert str(e.value).startswith("cannot reach s3a://nowhere (--lake s3a://nowhere/lake): ")
-    assert "\n" not in str(e.value)
+        check_store(spark, "s3a://nowhere/lake", timeout=20)
+    assert str(e.value).startswith(f"cannot reach s3a://nowhere at 127.0.0.1:{port} (--lake s3a://nowhere/lake): "
+                                   "ConnectionRefusedError"), str(e.value)
+    assert "\n" not in str(e.value) and time.monotonic() - started < 10
+
+    silent = socket.create_server(("127.0.0.1", 0), backlog=64)  # accepts (the kernel's backlog), answers nothing
+    try:
+        conf.set("fs.s3a.bucket.silent.endpoint", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        for k in ("path.style.access", "access.key", "secret.key", "endpoint.region", "connection.ssl.enabled"):
+            conf.set(f"fs.s3a.bucket.silent.{k}", conf.get(f"fs.s3a.bucket.nowhere.{k}"))
+        started = time.monotonic()
+        with pytest.raises(StorageError) as e:
+            check_store(spark, "s3a://silent/lake", timeout=3)
+        assert str(e.value) == ("cannot reach s3a://silent (--lake s3a://silent/lake): no answer within 3 s "
+                                "(--connect-timeout sets the wait)")
+        assert time.monotonic() - started < 15
+    finally:
+        silent.close()
 
 
 def test_a_file_uri_lake_is_the_same_lake_as_its_path(spark, tmp_path: Path) -> None:

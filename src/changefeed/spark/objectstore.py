@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -120,22 +122,69 @@ def _root_cause(e: BaseException) -> str:
     return f"{name}: {text[:300]}" if text else name
 
 
-def check_store(spark: SparkSession, path: str, option: str = "--lake") -> None:
+def _endpoint(spark: SparkSession, path: str) -> tuple[str, int] | None:
+    """The host and port the store of an s3a:// path is reached at, when the session names an endpoint."""
+    ep = storage_options(spark, urlparse(path).netloc).get("AWS_ENDPOINT_URL") if is_s3(path) else None
+    if not ep:
+        return None
+    u = urlparse(ep)
+    return (u.hostname or "", u.port or (80 if u.scheme == "http" else 443)) if u.hostname else None
+
+
+def _tcp_probe(host: str, port: int, timeout: float) -> str | None:
+    """Why nothing answers at host:port within the timeout (a refused connection at once), or None."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))).close()
+            return None
+        except ConnectionRefusedError as e:
+            return f"{type(e).__name__}: {e.strerror or e}"
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                return f"not reachable within {timeout:g} s ({type(e).__name__}: {e.strerror or e})"
+            time.sleep(0.2)
+
+
+def check_store(spark: SparkSession, path: str, option: str = "--lake", timeout: float | None = None) -> None:
     """Reach the store of a path on another file system than the local one before any work starts: a wrong
-    endpoint, bad credentials or a missing bucket is one line that names the store, not a JVM stack trace
-    minutes into the run."""
+    endpoint, bad credentials or a missing bucket is one line that names the store, promptly, not a JVM stack trace
+    minutes into the run. S3A retries a refused connection for minutes: its endpoint is probed first, and its
+    answer is waited for no longer than the connect timeout (--connect-timeout, 30 s by default)."""
     from ..errors import StorageError
+    from ..transport.reach import connect_timeout
 
     if "://" not in path or path.startswith("file:"):
         return
+    wait = connect_timeout() if timeout is None else timeout
+    where = _endpoint(spark, path)
+    if where is not None and (why := _tcp_probe(*where, wait)) is not None:
+        raise StorageError(f"cannot reach {store_name(path)} at {where[0]}:{where[1]} ({option} {path}): {why}")
     jvm = spark._jvm  # type: ignore[attr-defined]
-    try:
-        p = jvm.org.apache.hadoop.fs.Path(path)
-        p.getFileSystem(_hadoop(spark)).exists(p)
-    except Exception as e:  # noqa: BLE001 - py4j carries the store's answer
-        if not type(e).__module__.startswith(("py4j", "pyspark")):
-            raise
-        raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None
+    answer: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            p = jvm.org.apache.hadoop.fs.Path(path)
+            p.getFileSystem(_hadoop(spark)).exists(p)
+            answer.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            answer.append(e)
+
+    asker = threading.Thread(target=ask, name="changefeed-store-check", daemon=True)
+    asker.start()
+    asker.join(wait)
+    if not answer:
+        raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): no answer within {wait:g} s "
+                           "(--connect-timeout sets the wait)")
+    e = answer[0]
+    if e is None:
+        return
+    if not type(e).__module__.startswith(("py4j", "pyspark")):
+        raise e
+    raise StorageError(f"cannot reach {store_name(path)} ({option} {path}): {_root_cause(e)}") from None
 
 
 def put_if_absent(spark: SparkSession, path: str, data: bytes) -> bool:
