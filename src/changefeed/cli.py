@@ -302,11 +302,15 @@ def replay(
         help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
     master: opt.Master = None,
     config: opt.Config = None,
+    connect_timeout: opt.ConnectTimeout = 30.0,
     conf: opt.SparkConf = None,
     debug: opt.Debug = False,
 ) -> None:
     """A lake's bronze changelog (consumed with --changelog full) sent again as a stream, in commit order."""
     with reported(debug):
+        from .transport.reach import set_connect_timeout
+
+        set_connect_timeout(connect_timeout)
         from .transcoding import run_replay
 
         run_replay(lake, sink_uri, from_ts=from_ts, tables=[t for t in (tables or "").split(",") if t] or None,

@@ -19,6 +19,28 @@ def default_checkpoint(source: str, sink_uri: str) -> Path:
     return DEFAULT_CHECKPOINTS / h
 
 
+def sink_reachable(sink_uri: str, config: Path | None) -> None:
+    """A Kafka sink's brokers (and its schema registry) answer before Spark starts: refused in one line within the
+    connect timeout, not a failed query minutes later."""
+    from .sinkconfig import resolve
+
+    sink, cfg, _ = resolve(sink_uri, config)
+    if sink.scheme == "kafka":
+        from confluent_kafka.admin import AdminClient
+
+        from .transport.kafka import client_config
+        from .transport.reach import ErrorTrap, probe, quiet_config
+
+        trap = ErrorTrap()
+        probe(AdminClient(quiet_config(client_config(sink), trap)), ",".join(sink.brokers), trap)
+    if getattr(cfg, "schema_registry", None):
+        from .avro.registry import SchemaRegistry
+        from .codecs import registry_tls_args
+        from .transport.reach import connect_timeout
+
+        SchemaRegistry(cfg.schema_registry, timeout_s=connect_timeout(), retries=1, **registry_tls_args(cfg)).subjects()
+
+
 def run_transcode(source: str, sink_uri: str, protocol: str, options: dict[str, str], *, checkpoint: str | None,
                   trigger: str, config: Path | None, settings: dict[str, str], master: str | None,
                   conf: list[str] | None, debug: bool, max_records_per_trigger: int | None,
@@ -30,6 +52,7 @@ def run_transcode(source: str, sink_uri: str, protocol: str, options: dict[str, 
     base = source.split("?", 1)[0]
     require_source(base, waits=trigger != "available-now")
     cp = lake_path(checkpoint) if checkpoint else str(default_checkpoint(no_password(source), no_password(sink_uri)))
+    sink_reachable(sink_uri, config)
     open_checkpoint(cp)  # refused, in one line, when it holds the user's files
     with jvm_ignores_sigterm():
         spark = command_spark(master, spark_folder(None), debug, conf, config)
@@ -62,6 +85,7 @@ def run_replay(lake: str, sink_uri: str, *, from_ts: int | None, tables: list[st
     lake = lake_path(lake)
     if "://" not in lake and not Path(lake).is_dir():
         raise ChangefeedError(f"--lake {lake}: no such folder")
+    sink_reachable(sink_uri, config)
     spark = command_spark(master, spark_folder(lake) if "://" not in lake else spark_folder(None), debug, conf,
                           config)
     check_store(spark, lake)

@@ -106,6 +106,15 @@ def test_refusals_are_one_line_prompt_and_keep_secrets(secure_kafka: SecureBroke
         (["consume", "--from", f"kafka://u:{SECRET}@127.0.0.1:{_free_port()}/t?protocol=canal-json"
           f"&sasl-password={SECRET}", "--lake", lake, "--connect-timeout", "3", "--debug"],
          ["not reachable within 3 s", "Connection refused"], 20),
+        # Spark as the producer: an unreachable or refusing sink is said before Spark starts
+        (["transcode", "--from", b.uri(topic), "--sink-uri", f"kafka://127.0.0.1:{_free_port()}/t?protocol=debezium"
+          f"&sasl-user=u&sasl-password={SECRET}", "--connect-timeout", "3", "--checkpoint", str(tmp_path / "cp")],
+         ["not reachable within 3 s"], 25),
+        (["replay", "--lake", str(tmp_path), "--sink-uri", b.uri(topic, password="wrong-" + SECRET)],
+         [where, "Authentication failed"], 20),
+        (["transcode", "--from", b.uri(topic), "--sink-uri", f"file://{tmp_path}/out/t?protocol=avro"
+          f"&schema-registry=http://reg:{REG_SECRET}@127.0.0.1:{_free_port()}", "--checkpoint", str(tmp_path / "cp"),
+          "--connect-timeout", "3"], ["schema registry at http://127.0.0.1:"], 25),
         # an error that quotes the whole URI (no topic in it): printed with its secrets masked
         (["produce", "--sink-uri", f"kafka://u:{SECRET}@127.0.0.1:{b.sasl}/?protocol=canal-json"
           f"&sasl-password={SECRET}", "-i", example], ["one topic name", "sasl-password=***"], 20),
@@ -121,6 +130,7 @@ def test_refusals_are_one_line_prompt_and_keep_secrets(secure_kafka: SecureBroke
         one_line_error(r, *words)
         assert took < seconds, (args[0], took, r.stderr)
     assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").rglob("*.parquet"))
+    assert not (tmp_path / "cp").exists() and not (tmp_path / "out").exists()
 
 
 def test_consume_over_sasl_ssl_outlives_a_broker_restart(secure_kafka: SecureBroker, tmp_path: Path) -> None:
