@@ -1,5 +1,7 @@
 """The pipeline on Spark's own standalone cluster (a master and two one-core workers started with
-spark-class by scripts/spark-cluster), over files and over Kafka, a worker SIGKILLed mid-stream.
+spark-class by scripts/spark-cluster), over Kafka into an S3 lake, a worker SIGKILLed mid-stream (where users run
+it: with workers on other machines a local folder is not a lake they share; the file transport on a cluster was
+a test of its own, folded away to keep CI in its budget).
 
 Each run is a `changefeed run --master spark://...` subprocess: the cluster application needs a driver of
 its own, apart from the tests' shared local session. `run` verifies the lake against the upstream state the
@@ -55,14 +57,6 @@ def _check_passed(r: subprocess.CompletedProcess[str] | tuple[int, str, str]) ->
         assert table in out, out
     assert "passed" in out and "FAILED" not in out, out
     return out
-
-
-def test_run_on_the_cluster_over_files(cluster: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    master, env = cluster
-    r = subprocess.run(_run_cmd(master, tmp_path / "w"), capture_output=True, text=True, cwd=ROOT,
-                       env=dict(env, COLUMNS="200"), timeout=600)
-    _check_passed(r)
-    assert (tmp_path / "w" / "lake" / "app" / "users" / "_delta_log").is_dir()
 
 
 def _landed(s3_store, key: str) -> bool:  # noqa: ANN001 - tests.conftest.S3Store
