@@ -24,16 +24,15 @@ from .cliio import (
 )
 from .codecs import make_decoder, make_encoder
 from .config import ConfigError, build_config, parse_option_pairs
-from .consuming import reachable, serve_metrics_for
+from .consuming import reachable
 from .errors import DecodeError
 from .eventline import EventReader, EventWriter, read_lines
 from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
-from .runreport import RunBars, print_roundtrip, print_run, print_verify
+from .runreport import print_roundtrip, print_verify
 from .spark.layout import lake_path
 from .spark.logs import spark_folder
 from .spark.objectstore import check_store
-from .stopping import GracefulStop, jvm_ignores_sigterm
-from .workdir import open_folder, open_lake, replacing
+from .workdir import replacing
 
 if TYPE_CHECKING:
 
@@ -502,7 +501,7 @@ def run(
     with reported(debug):
         from .consumerconfig import command_line_source, with_toml
         from .job import RunOptions
-        from .job import run as run_job
+        from .running import run_main_job
 
         names = ("scd", "max_records_per_trigger", "table_features", "vacuum_retention", "metrics_port",
                  "metrics_host", "health_timeout")
@@ -519,26 +518,9 @@ def run(
                         max_records_per_trigger=max_records_per_trigger, rate=rate, table_features=table_features,
                         vacuum_retention=vacuum_retention, lake_uri=lake_path(lake) if lake else None, fresh=fresh,
                         catalog=cat, database_prefix=prefix, table_format=fmt)
-        if lake:
-            open_lake(ro.lake_uri or lake)  # a local lake: refused, in one line, when it holds the user's files
-        folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
-        if fresh:
-            folder.clear("--work")  # only what an earlier run made there
-        with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
-            spark = command_spark(master, folder.claim("spark"), debug, conf, config)
-        stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
-        metrics, server = serve_metrics_for(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
-        try:
-            with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                          console=err, transient=False) as bar:
-                hooks = RunBars(bar)
-                rep = run_job(spark, ro, hooks, stop=stop.requested,
-                              on_report=metrics.batch if metrics is not None else None)
-        finally:
-            if server is not None:
-                server.close()
-        print_run(rep)
-        if rep.verification is None or not rep.verification.ok:
+        if not run_main_job(ro, lake=lake, work=work, fresh=fresh, master=master, conf=conf, config=config,
+                            debug=debug, metrics_port=metrics_port, metrics_host=metrics_host,
+                            health_timeout=health_timeout):
             raise typer.Exit(1)
 
 
