@@ -17,6 +17,22 @@ def load_events(path: Path) -> list:
     return [reader.parse(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
+def produce_events(events: list, sink_uri: str, folder: Path) -> Path:
+    """The events as event lines in `folder`, produced by the CLI to `sink_uri` with DDL to every partition (as
+    TiCDC's MQ sink sends it); the lines' path."""
+    import subprocess
+    import sys
+
+    from changefeed.eventline import EventWriter
+
+    lines = folder / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", sink_uri, "--input", str(lines),
+                    "--ddl-to-all-partitions"], check=True, cwd=ROOT, capture_output=True)
+    return lines
+
+
 def load_json(path: Path):
     return orjson.loads(path.read_bytes())
 

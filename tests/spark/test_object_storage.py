@@ -16,12 +16,11 @@ import orjson
 import pytest
 
 from changefeed.errors import StorageError
-from changefeed.eventline import EventWriter
 from changefeed.spark.objectstore import check_store
 from changefeed.upstream import final_state
 from changefeed.workload import generate
 
-from ..conftest import ROOT
+from ..conftest import ROOT, produce_events
 
 CLI = [sys.executable, "-m", "changefeed.cli"]
 
@@ -71,13 +70,9 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
         spark._jsc.hadoopConfiguration().set(k.removeprefix("spark.hadoop."), v)
 
     events = list(generate(seed=31, transactions=80))
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     folder = tmp_path / "stream"
     uri = f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2"
-    subprocess.run([*CLI, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
-                   check=True, cwd=ROOT, capture_output=True)
+    lines = produce_events(events, uri, tmp_path)
     key = f"kill-{time.time_ns()}"
     lake = s3_store.url(key) + "/"  # a trailing / is the same lake
     consume = [*CLI, "consume", "--from", f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true",
@@ -183,12 +178,8 @@ def test_a_file_uri_lake_is_the_same_lake_as_its_path(spark, tmp_path: Path) -> 
     from changefeed.spark.verify import verify
 
     events = list(generate(seed=5, transactions=20))
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     uri = f"file://{tmp_path}/s/t?protocol=canal-json&enable-tidb-extension=true&partition-num=1"
-    subprocess.run([*CLI, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
-                   check=True, cwd=ROOT, capture_output=True)
+    produce_events(events, uri, tmp_path)
     lake = f"file://{tmp_path}/lake/"
     changes = read_changes(spark, f"file://{tmp_path}/s/t", "canal-json", {"enable-tidb-extension": "true"},
                            schema_store=str(tmp_path / "lake/_schemas"))

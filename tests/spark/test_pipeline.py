@@ -20,7 +20,6 @@ import orjson
 import pytest
 
 from changefeed.codecs import make_encoder
-from changefeed.eventline import EventWriter
 from changefeed.model import Column, Event, Index, Kind, TableInfo
 from changefeed.produce import Producer
 from changefeed.sinkconfig import resolve
@@ -31,7 +30,7 @@ from changefeed.transport.files import FileProducer
 from changefeed.upstream import final_state
 from changefeed.workload import generate
 
-from ..conftest import ROOT
+from ..conftest import ROOT, produce_events
 
 DISPATCH = """
 [sink]
@@ -319,14 +318,10 @@ def test_undecodable_message_goes_to_dead_letters(spark, tmp_path: Path) -> None
 
 def test_consumer_killed_mid_stream_restarts_exactly_once(spark, kafka_broker: str, tmp_path: Path) -> None:
     events = list(generate(seed=23, transactions=150))
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     topic = f"kill-{os.getpid()}-{int(time.time())}"
     uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    produce_events(events, uri, tmp_path)
     cli = [sys.executable, "-m", "changefeed.cli"]
-    subprocess.run([*cli, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
-                   check=True, cwd=ROOT, capture_output=True)
     lake = tmp_path / "lake"
     consume_cmd = [*cli, "consume", "--from", uri, "--lake", str(lake), "--max-records-per-trigger", "60"]
     proc = subprocess.Popen([*consume_cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,

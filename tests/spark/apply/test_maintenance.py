@@ -18,6 +18,8 @@ from changefeed.spark.apply.deltalog import new_file_name
 from changefeed.spark.apply.lake import Lake
 from changefeed.spark.apply.log_rs import CHECKPOINT_INTERVAL, RustLog
 
+from ...conftest import produce_events
+
 SCHEMA = orjson.dumps({"type": "struct", "fields": [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}},
     {"name": "_batch", "type": "long", "nullable": True, "metadata": {}}]}).decode()
@@ -127,27 +129,19 @@ def test_a_users_compaction_loop_beside_a_streaming_consume_loses_and_doubles_no
     while the consumer applies a Kafka stream in many micro-batches: its commits come between the consumer's
     reads and commits, which re-plan on the new version (rewrites), go on top (appends) or run again (MERGEs);
     the stream never stops, and the lake ends equal to upstream."""
-    import subprocess
-    import sys
     import threading
     import time
 
-    from changefeed.eventline import EventWriter
     from changefeed.spark.pipeline import apply_changes, read_changes
     from changefeed.upstream import final_state
     from changefeed.workload import generate
 
-    from ...conftest import ROOT
     from ..test_pipeline import lake_equals
 
     events = list(generate(seed=5, transactions=100))
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     topic = f"upkeep-{os.getpid()}-{int(time.time())}"
     uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
-    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", uri, "--input", str(lines),
-                    "--ddl-to-all-partitions"], check=True, cwd=ROOT, capture_output=True)
+    produce_events(events, uri, tmp_path)
     lake = tmp_path / "lake"
     stop = threading.Event()
     compactions = [0]
@@ -225,22 +219,16 @@ def test_a_users_optimize_zorder_vacuum_and_delete_in_another_session_beside_a_s
     import sys
     import time
 
-    from changefeed.eventline import EventWriter
     from changefeed.spark.pipeline import apply_changes, read_changes
     from changefeed.upstream import final_state
     from changefeed.workload import generate
 
-    from ...conftest import ROOT
     from ..test_pipeline import lake_equals
 
     events = list(generate(seed=29, transactions=120))
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     topic = f"usermaint-{os.getpid()}-{int(time.time())}"
     uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
-    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", uri, "--input", str(lines),
-                    "--ddl-to-all-partitions"], check=True, cwd=ROOT, capture_output=True)
+    produce_events(events, uri, tmp_path)
     lake, out, stop = tmp_path / "lake", tmp_path / "done.json", tmp_path / "stop"
     (tmp_path / "user.py").write_text(USER_MAINTENANCE)
     log = open(tmp_path / "user.log", "w")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from changefeed.spark.apply.log_rs import DIRECT
 from changefeed.sqlschema import SchemaTracker
 from changefeed.upstream import final_state
 
-from ...conftest import ROOT
+from ...conftest import produce_events
 from ..test_pipeline import consume, copy_records, lake_equals, produce
 
 SHAPE_A = 5  # tables shop.a0..a4: (id bigint primary key, name, amount)
@@ -148,7 +146,6 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
     """Many micro-batches in one run (60 messages each, from Kafka): a table's next rewrite starts from the rows
     the driver wrote last (not read back), except where the table moved on since (the column added to a1, the
     TRUNCATE of a2); the lake ends as upstream holds it."""
-    from changefeed.eventline import EventWriter
     from changefeed.spark.pipeline import apply_changes, read_changes
 
     hits, misses = [], []
@@ -162,13 +159,9 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
     monkeypatch.setattr(driverfiles.Kept, "get", spy)
     # (an event line needs a table: CREATE DATABASE left out, which the lake does not need)
     events = [e for e in _events(seed=3, transactions=200) if e.table is not None]
-    lines = tmp_path / "events.jsonl"
-    w = EventWriter()
-    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
     topic = f"kept-{os.getpid()}-{int(time.time())}"
     uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
-    subprocess.run([sys.executable, "-m", "changefeed.cli", "produce", "--sink-uri", uri, "--input", str(lines),
-                    "--ddl-to-all-partitions"], check=True, capture_output=True, cwd=ROOT)
+    produce_events(events, uri, tmp_path)
     lake = tmp_path / "lake"
     changes = read_changes(spark, f"kafka://{kafka_broker}/{topic}", "canal-json", {"enable-tidb-extension": "true"},
                            schema_store=str(lake / "_schemas"), max_records_per_trigger=60)
