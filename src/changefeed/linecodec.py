@@ -8,10 +8,10 @@ from typing import IO, TYPE_CHECKING
 
 import orjson
 
-from .cliio import DeadLetter, bad_line
 from .codecs import ConsumerDecoder, Encoder, make_decoder
 from .errors import ChangefeedError, DecodeError
-from .eventline import EventReader, EventWriter, LineSource, message_from_line, message_to_line
+from .eventline import EventReader, EventWriter, LineSource, Message, message_from_line, message_to_line
+from .linefiles import DeadLetter
 
 if TYPE_CHECKING:
     from .config import CodecConfig
@@ -56,6 +56,27 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
             out.write(message_to_line(m) + b"\n")
         n_msgs += len(msgs)
     return n_events + taken[0], n_msgs + taken[0]
+
+
+def bad_line(e: DecodeError, lineno: int, line: bytes, errors: str, dead: DeadLetter) -> None:
+    """A line that does not parse: cliio's to record and report (loaded only then)."""
+    from .cliio import bad_line as report
+
+    report(e, lineno, line, errors, dead)
+
+
+def finish_decoder(decoder: ConsumerDecoder, errors: str, dead: DeadLetter) -> None:
+    """Messages a decoder still holds at the end (simple-protocol DML that never got its schema)."""
+    try:
+        decoder.finish()
+    except DecodeError as e:
+        if errors == "fail":
+            raise
+        for raw in decoder.take_pending():
+            dead.put(0, message_to_line(Message(key=None, value=raw)), e)
+        from .cliio import err
+
+        err.print(f"[yellow]skipped:[/] {e}", highlight=False)
 
 
 def _no_progress(n: int) -> None:

@@ -108,9 +108,9 @@ class BlockEncodePlan:
         row = ("\\{" + ",".join(parts) + "\\}").encode()
         kinds = rb"(?:(insert)|delete)" if deletes else rb"(insert)"
         # a row line as EventWriter writes it; anything else matches `.*`
+        head = rb'(?m)^(?:\{"kind":"' + kinds + rb'","commitTs":(0|[1-9][0-9]{0,19})((?s:.{%d}))' % len(self.table_text)
         self.pattern = re.compile(
-            rb'(?m)^(?:\{"kind":"' + kinds + rb'","commitTs":(0|[1-9][0-9]{0,19})((?s:.{%d}))'
-            % len(self.table_text) + rb'"before":(?(1)null,"after":)' + row + rb'(?(1)|,"after":null),"ddl":null\}|.*)$')
+            head + rb'"before":(?(1)null,"after":)' + row + rb'(?(1)|,"after":null),"ddl":null\}|.*)$')
         self.keys = [escaped(go_escape((b"," if i else b"{") + orjson.dumps(c.name) + b":"))
                      for i, c in enumerate(plan.table.columns)]
         tail = b'\\",\\"es\\":'
@@ -133,7 +133,7 @@ class BlockEncodePlan:
                 codes.append([promote(None if g == b"null" else int(g)) for g in values])  # type: ignore[misc]
             else:
                 codes.append(list(map(promote, map(int, values))))  # type: ignore[arg-type]
-        keys = list(zip(*codes))
+        keys = list(zip(*codes, strict=True))
         pieces = {k: ep.java_for(k)[0] for k in set(keys)}
         return list(map(pieces.__getitem__, keys))
 
@@ -237,7 +237,7 @@ def encode_block(bp: BlockEncodePlan, block: bytes, n: int, now: int, limit: int
     index = None if everything else [i for i, r in enumerate(found) if r[1]]
     bad: set[int] = set()
     m = len(rows)
-    columns = list(zip(*rows))
+    columns = list(zip(*rows, strict=True))
     ts = list(columns[1])
     tables = columns[2]
     if tables.count(bp.table_text) != m:
