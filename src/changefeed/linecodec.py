@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,7 +30,13 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
     blocks = _blocks(lines, fast)
     taken = [0]  # lines the block tier took (each one event, one message)
     if blocks is not None:
-        lines = _encode_blocks(blocks, fast.__self__, out, advance, taken)  # type: ignore[union-attr]
+        from .canal.blocks import BlockEncoder
+
+        def count(text: bytes, n: int) -> None:
+            taken[0] += n
+
+        tier = BlockEncoder(fast.__self__)  # type: ignore[union-attr]
+        lines = _through_blocks(tier, blocks, out, advance, count)
         advance = _no_progress  # counted by the blocks
     write = out.write
     for lineno, line in lines:
@@ -90,13 +96,14 @@ def _blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None) -> Iterat
     return lines.blocks()
 
 
-def _encode_blocks(blocks: Iterator[tuple[int, bytes, int]], line_encoder: object, out: IO[bytes],
-                   advance: Callable[[int], None], taken: list[int]) -> Iterator[tuple[int, bytes]]:
-    """Blocks through the block tier, written here (counted in `taken`); the lines it did not take are yielded,
-    in order, for the per-line tiers, each after the lines before it were written."""
-    from .canal.blocks import BlockEncoder
-
-    tier = BlockEncoder(line_encoder)  # type: ignore[arg-type]
+def _through_blocks(tier: Any, blocks: Iterator[tuple[int, bytes, int]], out: IO[bytes],
+                    advance: Callable[[int], None], taken: Callable[[bytes, int], None]
+                    ) -> Iterator[tuple[int, bytes]]:
+    """Blocks through a block tier, its output written here (and counted by `taken`: the text, its lines); the
+    lines it did not take are yielded, in order, for the per-line tiers, each after the lines before it were
+    written. A block whose first lines are of a table the tier does not know yet goes on through the tier
+    once the per-line tiers took one (`tier.ready()`); one whose converted lines a line in between made stale
+    (`tier.valid()`: a decoder's table changed) goes on line by line."""
     write = out.write
     for first, block, n in blocks:
         advance(len(block) + 1)
@@ -104,7 +111,7 @@ def _encode_blocks(blocks: Iterator[tuple[int, bytes, int]], line_encoder: objec
             whole, each = tier.block(block, n)
             if whole is not None:
                 write(whole)
-                taken[0] += n
+                taken(whole, n)
                 break
             raw = block.split(b"\n")
             block = b""
@@ -112,14 +119,17 @@ def _encode_blocks(blocks: Iterator[tuple[int, bytes, int]], line_encoder: objec
                 got = each[i] if each is not None else None
                 if got is not None:
                     write(got + b"\n")
-                    taken[0] += 1
+                    taken(got, 1)
                     continue
                 line = line.strip()
-                if line:
-                    yield first + i, line
-                    if each is None and tier.ready() and i + 1 < len(raw):  # a table's first line: the rest
-                        block, n, first = b"\n".join(raw[i + 1:]), len(raw) - i - 1, first + i + 1
-                        break
+                if not line:
+                    continue
+                yield first + i, line
+                if each is not None and not tier.valid():
+                    each = None
+                elif each is None and tier.ready() and i + 1 < len(raw):  # a table's first line: the rest
+                    block, n, first = b"\n".join(raw[i + 1:]), len(raw) - i - 1, first + i + 1
+                    break
 
 
 def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
@@ -131,6 +141,20 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
     kinds: Counter[str] = Counter()
     n_msgs = 0
     fast = _line_decoder(decoder) if direct else None
+    blocks = _blocks(lines, fast)
+    taken = [0]  # messages the block tier took (each one row event)
+    if blocks is not None:
+        from .canal.blockdecode import BlockDecoder
+
+        def count(text: bytes, n: int) -> None:
+            taken[0] += n
+            inserts = text.count(b'{"kind":"insert","commitTs":')  # never inside a value: its quotes are escaped
+            kinds["insert"] += inserts
+            kinds["delete"] += n - inserts
+
+        tier = BlockDecoder(fast.__self__)  # type: ignore[union-attr]
+        lines = _through_blocks(tier, blocks, out, advance, count)
+        advance = _no_progress  # counted by the blocks
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
@@ -151,7 +175,7 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
         for ev in events:
             kinds[ev.kind.value] += 1
             out.write(writer.line(ev) + b"\n")
-    return n_msgs, kinds
+    return n_msgs + taken[0], +kinds
 
 
 def _line_encoder(encoder: Encoder, reader: EventReader) -> Callable[[bytes], bytes | None] | None:

@@ -292,6 +292,10 @@ class BlockEncoder:
         """Whether a table is known (after the first line of one went through the per-line tiers)."""
         return self._lines._last is not None
 
+    def valid(self) -> bool:
+        """Always: a row line's message depends on the line alone (it carries its table)."""
+        return True
+
     def block(self, block: bytes, n: int) -> BlockResult:
         """(every message line, None), (None, each line's message line or None), or (None, None): none taken."""
         le = self._lines

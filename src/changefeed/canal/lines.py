@@ -285,13 +285,17 @@ class LineDecoder:
         # mysqlType to the row, the row's pattern and writer, the event line's `,"table":...`, the shape's key
         self._patterns: dict[str, _Layout | None] = {}
         self._sql_types: set[str] = set()  # sqlType texts seen to be JSON objects (the decoder does not read them)
+        self.last: _Layout | None = None  # the layout of the table of the last message taken (the block tier's)
 
     def _learn(self, shape: _Shape, key: tuple[str, str]) -> None:
         """The layout of a table's messages as TiCDC writes them, after one took the parsed path: its constant
         text (up to `es`, and from `mysqlType` to the row), and the pattern of the row."""
         db, tb = key
         prefix = '{"id":0,"database":' + gojson.dumps(db).decode() + ',"table":' + gojson.dumps(tb).decode()
-        if prefix in self._patterns or len(shape.names) != len(shape.parsers):
+        if prefix in self._patterns:
+            self.last = self._patterns[prefix]
+            return
+        if len(shape.names) != len(shape.parsers):
             return
         if len(self._patterns) > 4096:
             self._patterns.clear()
@@ -303,7 +307,7 @@ class LineDecoder:
         head = prefix + ',"pkNames":' + gojson.dumps(shape.pk or None).decode() + ',"isDdl":false,"type":"'
         mid = ',"mysqlType":' + gojson.dumps(shape.mysql_types).decode() + ',"old":null,"data":['
         table = b',"table":' + orjson.dumps(table_to_json(shape.table))
-        self._patterns[prefix] = (shape, head, mid, re.compile(row), build, table, key)
+        self._patterns[prefix] = self.last = (shape, head, mid, re.compile(row), build, table, key)
 
     def _matched(self, value: str) -> tuple[str, bytes] | None:
         """The event line of a message laid out as its table's first (constant text, a row its pattern
@@ -345,6 +349,7 @@ class LineDecoder:
         rm = row_re.fullmatch(value, m.end() + len(mid), end)
         if rm is None:
             return None
+        self.last = got
         try:
             row = build(rm.groups())
         except Exception:  # noqa: BLE001 - a value the pattern could not check: the parsed path decides
