@@ -413,18 +413,18 @@ class LineSource:
             if line:
                 yield n, line
 
-    def blocks(self, size: int = 1 << 20) -> Iterator[tuple[int, bytes, int]] | None:
-        """(the first line's number, whole lines joined by newlines (no newline at the end, lines not stripped),
-        their count), reading what the stream has (a pipe's block goes on as soon as it has whole lines); None
-        for a stream that is not a binary file."""
+    def blocks(self, size: int = 1 << 20) -> Iterator[bytes] | None:
+        """Whole lines joined by newlines (no newline at the end, lines not stripped), a piece of the stream at a
+        time, reading what it has (a pipe's block goes on as soon as it has whole lines); None for a stream
+        that is not a binary file."""
         read = getattr(self._stream, "read1", None) or getattr(self._stream, "read", None)
         if read is None:
             return None
         return self._blocks(read, size)
 
     @staticmethod
-    def _blocks(read: Any, size: int) -> Iterator[tuple[int, bytes, int]]:
-        n, carry = 1, b""
+    def _blocks(read: Any, size: int) -> Iterator[bytes]:
+        carry = b""
         while True:
             data = read(size)
             if not data:
@@ -433,13 +433,10 @@ class LineSource:
             if end < 0:
                 carry += data
                 continue
-            block = carry + data[:end] if carry else data[:end]
+            yield carry + data[:end] if carry else data[:end]
             carry = data[end + 1:]
-            count = block.count(b"\n") + 1
-            yield n, block, count
-            n += count
         if carry:
-            yield n, carry, carry.count(b"\n") + 1
+            yield carry
 
 
 def read_lines(stream: Iterable[bytes]) -> LineSource:

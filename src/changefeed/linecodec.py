@@ -32,7 +32,7 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
     if blocks is not None:
         from .canal.blocks import BlockEncoder
 
-        def count(text: bytes, n: int) -> None:
+        def count(inserts: int, n: int) -> None:
             taken[0] += n
 
         tier = BlockEncoder(fast.__self__)  # type: ignore[union-attr]
@@ -89,29 +89,30 @@ def _no_progress(n: int) -> None:
     """Progress already counted."""
 
 
-def _blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None) -> Iterator[tuple[int, bytes, int]] | None:
+def _blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None) -> Iterator[bytes] | None:
     """The input's blocks, where the input and the protocol's direct path can take them."""
     if fast is None or not isinstance(lines, LineSource):
         return None
     return lines.blocks()
 
 
-def _through_blocks(tier: Any, blocks: Iterator[tuple[int, bytes, int]], out: IO[bytes],
-                    advance: Callable[[int], None], taken: Callable[[bytes, int], None]
-                    ) -> Iterator[tuple[int, bytes]]:
-    """Blocks through a block tier, its output written here (and counted by `taken`: the text, its lines); the
+def _through_blocks(tier: Any, blocks: Iterator[bytes], out: IO[bytes], advance: Callable[[int], None],
+                    taken: Callable[[int, int], None]) -> Iterator[tuple[int, bytes]]:
+    """Blocks through a block tier, its output written here (and counted by `taken`: inserts, lines); the
     lines it did not take are yielded, in order, for the per-line tiers, each after the lines before it were
-    written. A block whose first lines are of a table the tier does not know yet goes on through the tier
-    once the per-line tiers took one (`tier.ready()`); one whose converted lines a line in between made stale
+    written. A block whose first lines are of a table the tier does not know yet goes on through the tier once
+    the per-line tiers took one (`tier.ready()`); one whose converted lines a line in between made stale
     (`tier.valid()`: a decoder's table changed) goes on line by line."""
     write = out.write
-    for first, block, n in blocks:
+    first = 1  # the number of the block's first line
+    for block in blocks:
         advance(len(block) + 1)
         while block:
-            whole, each = tier.block(block, n)
+            whole, each, n, inserts = tier.block(block)
             if whole is not None:
                 write(whole)
-                taken(whole, n)
+                taken(inserts, n)
+                first += n
                 break
             raw = block.split(b"\n")
             block = b""
@@ -119,7 +120,7 @@ def _through_blocks(tier: Any, blocks: Iterator[tuple[int, bytes, int]], out: IO
                 got = each[i] if each is not None else None
                 if got is not None:
                     write(got + b"\n")
-                    taken(got, 1)
+                    taken(int(got.startswith(b'{"kind":"insert"')), 1)
                     continue
                 line = line.strip()
                 if not line:
@@ -128,8 +129,9 @@ def _through_blocks(tier: Any, blocks: Iterator[tuple[int, bytes, int]], out: IO
                 if each is not None and not tier.valid():
                     each = None
                 elif each is None and tier.ready() and i + 1 < len(raw):  # a table's first line: the rest
-                    block, n, first = b"\n".join(raw[i + 1:]), len(raw) - i - 1, first + i + 1
+                    block = b"\n".join(raw[i + 1:])
                     break
+            first += i + 1
 
 
 def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
@@ -146,9 +148,8 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
     if blocks is not None:
         from .canal.blockdecode import BlockDecoder
 
-        def count(text: bytes, n: int) -> None:
+        def count(inserts: int, n: int) -> None:
             taken[0] += n
-            inserts = text.count(b'{"kind":"insert","commitTs":')  # never inside a value: its quotes are escaped
             kinds["insert"] += inserts
             kinds["delete"] += n - inserts
 

@@ -23,12 +23,12 @@ from .. import gojson
 from ..mysqltypes import Family
 from ..mysqltypes.text import _as_text
 from ..tso import PHYSICAL_SHIFT
+from .blocks import BlockResult, _check_utf8, placed_lines
 from .rowtext import _HMS, _YMD, _int_digits, escaped
 
 if TYPE_CHECKING:
     from .lines import LineDecoder, _Layout
 
-BlockResult = tuple[bytes | None, list[bytes | None] | None]
 _NUL = b"\x00"
 _Q = re.escape(b'\\"')  # a quote inside the message line's `value` string
 # a JSON string's content as Go writes it, inside the `value` string: raw characters, and the escapes whose
@@ -154,6 +154,7 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     """A column's matched texts (inside the `value` string) as JSON values of an event line."""
     kind = col.kind
     if kind == "text":
+        _check_utf8(values, bad)
         return _orjson_escapes(_unquoted(_NUL.join(values))).split(_NUL)
     if kind == "plain":
         return _NUL.join(values).replace(b'\\"', b'"').split(_NUL)
@@ -190,23 +191,25 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
     return out
 
 
-def decode_block(bp: BlockDecodePlan, block: bytes, n: int) -> BlockResult:
-    """A block of `n` message lines (joined by newlines, none at the end) as event lines: (all of them, each
-    ending in a newline, None) when every line was taken, else (None, each line's event line or None)."""
+def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
+    """A block of message lines (joined by newlines, none at the end) as event lines (see BlockResult)."""
     assert bp.pattern is not None
     found = bp.pattern.findall(block)
-    if len(found) != n:
-        return None, None
     rows = [r for r in found if r[1]]
     if not rows:
-        return None, None
-    everything = len(rows) == n
+        return None, None, 0, 0
     bad: set[int] = set()
     m = len(rows)
     columns = list(zip(*rows, strict=True))
+    misfit = False  # (a line not as the pattern meant: the found lines may be off)
     for at, want in ((0, bp.head_text), (4, bp.mid_text)):
         if columns[at].count(want) != m:
+            misfit = True
             bad.update(i for i, t in enumerate(columns[at]) if t != want)
+    everything = len(rows) == len(found) and not misfit
+    n = len(found) if everything else block.count(b"\n") + 1
+    if n != len(found):
+        return None, None, 0, 0
     for text in set(columns[3]):
         if not bp.sql_type_ok(text):
             bad.update(i for i, t in enumerate(columns[3]) if t == text)
@@ -236,16 +239,8 @@ def decode_block(bp: BlockDecodePlan, block: bytes, n: int) -> BlockResult:
     parts[at::width] = list(map(bp.tails.__getitem__, kinds))
     out = b"".join(parts)
     if everything and not bad:
-        return out, None
-    lines: list[bytes | None] = out.split(b"\n")[:-1]  # type: ignore[assignment]
-    for i in bad:
-        lines[i] = None
-    if everything:
-        return None, lines
-    placed: list[bytes | None] = [None] * n
-    for i, line in zip([i for i, r in enumerate(found) if r[1]], lines, strict=True):
-        placed[i] = line
-    return None, placed
+        return out, None, n, kinds.count(b"INSERT")
+    return None, placed_lines(out, bad, found), n, 0
 
 
 class BlockDecoder:
@@ -267,26 +262,18 @@ class BlockDecoder:
         bp = self._current
         return bp is None or self._lines._decoder._fast.get(bp.key) is bp.shape
 
-    def block(self, block: bytes, n: int) -> BlockResult:
-        """(every event line, None), (None, each line's event line or None), or (None, None): none taken."""
+    def block(self, block: bytes) -> BlockResult:
+        """A block through the tier (see BlockResult)."""
         self._current = None
         layout = self._lines.last
-        if layout is None or not (block.isascii() or _utf8(block)):
-            return None, None
+        if layout is None:
+            return None, None, 0, 0
         bp = self._plans.get(id(layout))
         if bp is None or bp.layout is not layout:
             if len(self._plans) > 256:
                 self._plans.clear()
             bp = self._plans[id(layout)] = BlockDecodePlan(layout)
         if bp.pattern is None or self._lines._decoder._fast.get(bp.key) is not bp.shape:
-            return None, None
+            return None, None, 0, 0
         self._current = bp
-        return decode_block(bp, block, n)
-
-
-def _utf8(b: bytes) -> bool:
-    try:
-        b.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+        return decode_block(bp, block)

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 _OVERHEAD = record_length(None, b"")
 _NUL = b"\x00"  # joins a column's values while they are rewritten together (never in JSON text either)
 _U64_DIGITS = len(str((1 << 64) - 1))
-BlockResult = tuple[bytes | None, list[bytes | None] | None]
+# (all the block's output lines, None, their number, inserts among them), or (None, each line's output line or
+# None, the block's lines, 0), or (None, None, 0, 0): none taken
+BlockResult = tuple[bytes | None, list[bytes | None] | None, int, int]
 
 
 def _text_column(col: list[bytes]) -> list[bytes]:
@@ -195,6 +197,7 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     """A column's matched texts as their texts in a message line (rows found wrong are added to `bad`)."""
     kind = col.kind
     if kind == "text":
+        _check_utf8(values, bad)
         return _text_column(values)
     if kind == "int":
         if max(map(len, values)) > col.safe:
@@ -223,25 +226,25 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     return _text_column(texts)
 
 
-def encode_block(bp: BlockEncodePlan, block: bytes, n: int, now: int, limit: int) -> BlockResult:
-    """A block of `n` lines (joined by newlines, none at the end) as message lines: (all of them, each ending
-    in a newline, None) when every line was taken, else (None, a list with each line's message line or None)."""
+def encode_block(bp: BlockEncodePlan, block: bytes, now: int, limit: int) -> BlockResult:
+    """A block of lines (joined by newlines, none at the end) as message lines (see BlockResult)."""
     assert bp.pattern is not None and bp.cols is not None
     found = bp.pattern.findall(block)
-    if len(found) != n:
-        return None, None
     rows = [r for r in found if r[1]]
     if not rows:
-        return None, None
-    everything = len(rows) == n
-    index = None if everything else [i for i, r in enumerate(found) if r[1]]
+        return None, None, 0, 0
     bad: set[int] = set()
     m = len(rows)
     columns = list(zip(*rows, strict=True))
     ts = list(columns[1])
     tables = columns[2]
-    if tables.count(bp.table_text) != m:
+    misfit = tables.count(bp.table_text) != m  # (a line not as the pattern meant: the found lines may be off)
+    if misfit:
         bad.update(i for i, t in enumerate(tables) if t != bp.table_text)
+    everything = len(rows) == len(found) and not misfit
+    n = len(found) if everything else block.count(b"\n") + 1
+    if n != len(found):
+        return None, None, 0, 0
     if max(map(len, ts)) >= _U64_DIGITS:
         bad.update(i for i, t in enumerate(ts) if int(t) >= 1 << 64)
     es = list(map(b"%d".__mod__, map(operator.rshift, map(int, ts), repeat(PHYSICAL_SHIFT))))
@@ -268,17 +271,26 @@ def encode_block(bp: BlockEncodePlan, block: bytes, n: int, now: int, limit: int
         parts[at + 2::width] = [b'}}"}\n'] * m
     out = b"".join(parts)
     if everything and not bad and len(out) + _OVERHEAD <= limit:
-        return out, None
+        return out, None, n, n
+    return None, placed_lines(out, bad, found, limit), n, 0
+
+
+def placed_lines(out: bytes, bad: set[int], found: list[tuple], limit: int | None = None) -> list[bytes | None]:
+    """Each found line's output line (`out` holds those of the lines whose group 2 matched, in order), None for the
+    lines not taken, the `bad` ones (by their place among the matched) and any longer than `limit`."""
     lines: list[bytes | None] = out.split(b"\n")[:-1]  # type: ignore[assignment]
-    for i, line in enumerate(lines):
-        if i in bad or len(line) + _OVERHEAD > limit:  # type: ignore[arg-type]
-            lines[i] = None
-    if everything:
-        return None, lines
-    placed: list[bytes | None] = [None] * n
-    for i, line in zip(index, lines, strict=True):  # type: ignore[arg-type]
+    for i in bad:
+        lines[i] = None
+    if limit is not None:
+        for i, line in enumerate(lines):
+            if line is not None and len(line) + _OVERHEAD > limit:
+                lines[i] = None
+    if len(lines) == len(found):
+        return lines
+    placed: list[bytes | None] = [None] * len(found)
+    for i, line in zip([i for i, r in enumerate(found) if r[1]], lines, strict=True):
         placed[i] = line
-    return None, placed
+    return placed
 
 
 class BlockEncoder:
@@ -296,20 +308,27 @@ class BlockEncoder:
         """Always: a row line's message depends on the line alone (it carries its table)."""
         return True
 
-    def block(self, block: bytes, n: int) -> BlockResult:
-        """(every message line, None), (None, each line's message line or None), or (None, None): none taken."""
+    def block(self, block: bytes) -> BlockResult:
+        """A block through the tier (see BlockResult)."""
         le = self._lines
         raw, ep = le._last_raw, le._last
-        if ep is None or not (block.isascii() or _utf8(block)):
-            return None, None
+        if ep is None:
+            return None, None, 0, 0
         bp = self._plans.get(raw)
         if bp is None or bp.ep is not ep:
             if len(self._plans) > 256:
                 self._plans.clear()
             bp = self._plans[raw] = BlockEncodePlan(ep, raw, le._deletes, le._ext)
         if bp.pattern is None:
-            return None, None
-        return encode_block(bp, block, n, le._clock(), le._limit)
+            return None, None, 0, 0
+        return encode_block(bp, block, le._clock(), le._limit)
+
+
+def _check_utf8(values: list[bytes], bad: set[int]) -> None:
+    """Rows whose text is not UTF-8 (the full path refuses the line) added to `bad`: the column checked at once."""
+    joined = _NUL.join(values)
+    if not joined.isascii() and not _utf8(joined):
+        bad.update(i for i, v in enumerate(values) if not _utf8(v))
 
 
 def _utf8(b: bytes) -> bool:
