@@ -72,28 +72,29 @@ class _Column:
 
 
 def _column(c: Any, parse: Any) -> tuple[bytes, _Column] | None:
-    """A column's value pattern inside the `value` string (no group) and its rewrite; None: no block path
+    """A column's value pattern inside the `value` string, one group (the text without its quotes for numbers,
+    dates and enums: empty for null; with them for strings, or `null`), and its rewrite; None: no block path
     (rowtext.decode_row_pattern's column types, in its order)."""
     fam = c.type.family
     if fam is Family.INT:
         col = _Column("int")
         col.lo, col.hi = c.type.int_range()
         digits, col.safe = _int_digits(col.lo, col.hi)
-        return _Q + digits.replace("(", "(?:").encode() + _Q, col
+        return rb"(?:null|" + _Q + digits.encode() + _Q + rb")", col
     if fam is Family.ENUM:
         col = _Column("enum")
         if c.type.elements:
-            col.names = {b'\\"%d\\"' % n: orjson.dumps(e) for n, e in enumerate(("",) + c.type.elements)}
-        col.names[b"null"] = b"null"
-        return _Q + rb"(?:0|[1-9][0-9]{0,18})" + _Q, col
+            col.names = {b"%d" % n: orjson.dumps(e) for n, e in enumerate(("",) + c.type.elements)}
+        col.names[b""] = b"null"
+        return rb"(?:null|" + _Q + rb"(0|[1-9][0-9]{0,18})" + _Q + rb")", col
     if fam in (Family.STRING, Family.JSON, Family.VECTOR) and parse is _as_text:
-        return _Q + _CONTENT + _Q, _Column("text")
+        return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("text")
     if fam is Family.BYTES:
-        return _Q + _CONTENT + _Q, _Column("blob")
+        return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("blob")
     if fam is Family.DECIMAL:
-        return _Q + rb"-?[0-9]+(?:\.[0-9]+)?" + _Q, _Column("plain")
+        return rb"(?:null|" + _Q + rb"(-?[0-9]+(?:\.[0-9]+)?)" + _Q + rb")", _Column("plain")
     if fam in (Family.DATETIME, Family.TIMESTAMP):
-        return _Q + f"{_YMD} {_HMS}(?:\\.[0-9]{{1,6}})?".encode() + _Q, _Column("plain")
+        return rb"(?:null|" + _Q + f"({_YMD} {_HMS}(?:\\.[0-9]{{1,6}})?)".encode() + _Q + rb")", _Column("plain")
     return None
 
 
@@ -112,7 +113,7 @@ class BlockDecodePlan:
                 return
             pattern, col = got
             cols.append(col)
-            parts.append(re.escape(escaped(gojson.dumps(name)) + b":") + rb"(null|" + pattern + rb")")
+            parts.append(re.escape(escaped(gojson.dumps(name)) + b":") + pattern)
         self.cols = cols
 
         def text(s: str | bytes) -> bytes:
@@ -157,17 +158,18 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
         _check_utf8(values, bad)
         return _orjson_escapes(_unquoted(_NUL.join(values))).split(_NUL)
     if kind == "plain":
-        return _NUL.join(values).replace(b'\\"', b'"').split(_NUL)
+        out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
+        return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
     if kind == "int":
-        if max(map(len, values)) > col.safe + 4:
+        if max(map(len, values)) > col.safe:
             for i, g in enumerate(values):
-                if len(g) > col.safe + 4 and g != b"null" and not col.lo <= int(g[2:-2]) <= col.hi:
+                if len(g) > col.safe and not col.lo <= int(g) <= col.hi:
                     bad.add(i)
-        return _NUL.join(values).replace(b'\\"', b"").split(_NUL)
+        return values if b"" not in values else [v or b"null" for v in values]
     if kind == "enum":
         out = list(map(col.names.get, values))
         if None in out:
-            out = [v if v is not None else values[i][2:-2] for i, v in enumerate(out)]
+            out = [v if v is not None else values[i] for i, v in enumerate(out)]
         return out  # type: ignore[return-value]
     return _blob_column(values, bad)
 
