@@ -23,7 +23,7 @@ from .. import gojson
 from ..mysqltypes import Family
 from ..mysqltypes.text import _as_text
 from ..tso import PHYSICAL_SHIFT
-from .blocks import BlockResult, _check_utf8, placed_lines
+from .blocks import BlockResult, _check_utf8, check_range, placed_lines
 from .rowtext import _HMS, _YMD, _int_digits, escaped
 
 if TYPE_CHECKING:
@@ -161,10 +161,7 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
         out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
         return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
     if kind == "int":
-        if max(map(len, values)) > col.safe:
-            for i, g in enumerate(values):
-                if len(g) > col.safe and not col.lo <= int(g) <= col.hi:
-                    bad.add(i)
+        check_range(values, col.lo, col.hi, col.safe, bad, b"")
         return values if b"" not in values else [v or b"null" for v in values]
     if kind == "enum":
         out = list(map(col.names.get, values))

@@ -29,6 +29,7 @@ from ..mysqltypes import Family
 from ..mysqltypes.text import _as_text
 from ..tso import PHYSICAL_SHIFT
 from .rowtext import _encode_column, _int_digits, escaped
+from .types import promotion
 
 if TYPE_CHECKING:
     from .lines import LineEncoder, _EncodePlan
@@ -56,13 +57,14 @@ def _int_column(col: list[bytes]) -> list[bytes]:
 class _Column:
     """How one column's matched text becomes its text in `data`: the kind of rewrite and what it needs."""
 
-    __slots__ = ("kind", "group", "safe", "lo", "hi", "names", "promote")
+    __slots__ = ("kind", "group", "safe", "lo", "hi", "names", "promote", "promotion")
 
     def __init__(self, kind: str, group: int) -> None:
         self.kind, self.group = kind, group
         self.safe, self.lo, self.hi = 0, 0, 0
         self.names: dict[bytes, bytes] = {}
         self.promote: Callable | None = None
+        self.promotion: tuple[int, int, int] | None = None  # (limit, base code, wider code) of a promoted column
 
 
 class BlockEncodePlan:
@@ -97,6 +99,7 @@ class BlockEncodePlan:
                 col.lo, col.hi = c.type.int_range()
                 col.safe = _int_digits(col.lo, col.hi)[1]
                 col.promote = p.promote
+                col.promotion = promotion(c.type)
             elif kind == "enum":
                 col.names = {b"null": b"null"}
                 col.names.update({b'"' + k + b'"': escaped(v) for k, v in env[f"E{i}"].items()})
@@ -121,6 +124,8 @@ class BlockEncodePlan:
         self.mid = ep.mysql + b'null,\\"data\\":[' + self.keys[0]
         self.tail = b'}],\\"_tidb\\":{\\"commitTs\\":' if ext else b'}]}"}\n'
         self.promoted = [c for c in cols if c.promote is not None]
+        if any(c.promotion is None for c in self.promoted):  # a promoter of another kind: no block path
+            self.pattern = None
 
     def java_column(self, columns: list[tuple]) -> list[bytes] | bytes:
         """Each row's escaped sqlType object (one constant for a table without promoted columns)."""
@@ -130,11 +135,11 @@ class BlockEncodePlan:
         codes = []
         for c in self.promoted:
             values = columns[c.group - 1]
-            promote = c.promote
+            limit, base, wider = c.promotion  # type: ignore[misc]
             if b"null" in values:
-                codes.append([promote(None if g == b"null" else int(g)) for g in values])  # type: ignore[misc]
-            else:
-                codes.append(list(map(promote, map(int, values))))  # type: ignore[arg-type]
+                codes.append([wider if g != b"null" and int(g) > limit else base for g in values])
+            else:  # by C calls: whether each value passes the limit, then its code
+                codes.append(list(map((base, wider).__getitem__, map(limit.__lt__, map(int, values)))))
         keys = list(zip(*codes, strict=True))
         pieces = {k: ep.java_for(k)[0] for k in set(keys)}
         return list(map(pieces.__getitem__, keys))
@@ -170,6 +175,17 @@ def _kind(c: Any, fmt: Callable[[Any], str], promoted: bool) -> str | None:
     return None
 
 
+def check_range(values: list[bytes], lo: int, hi: int, safe: int, bad: set[int], null: bytes) -> None:
+    """Rows whose integer text (canonical digits, or `null`) is out of [lo, hi] added to `bad`: texts up to `safe`
+    digits are in range; for an unsigned column a text as long as `hi`'s compares as bytes, by C calls."""
+    if max(map(len, values)) <= safe:
+        return
+    top = str(hi).encode()
+    if lo == 0 and max(zip(map(len, values), values, strict=True)) <= (len(top), top):
+        return
+    bad.update(i for i, g in enumerate(values) if len(g) > safe and g != null and not lo <= int(g) <= hi)
+
+
 def _blob(g: bytes) -> bytes:
     """A matched `{"$b64":"..."}` (or null) as canal-json's latin-1 text of the bytes, a JSON string."""
     if g == b"null":
@@ -200,11 +216,7 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
         _check_utf8(values, bad)
         return _text_column(values)
     if kind == "int":
-        if max(map(len, values)) > col.safe:
-            lo, hi = col.lo, col.hi
-            for i, g in enumerate(values):
-                if len(g) > col.safe and g != b"null" and not lo <= int(g) <= hi:
-                    bad.add(i)
+        check_range(values, col.lo, col.hi, col.safe, bad, b"null")
         return _int_column(values)
     if kind == "enum":
         return list(map(col.names.__getitem__, values))
