@@ -51,7 +51,9 @@ def _text_column(col: list[bytes]) -> list[bytes]:
 def _int_column(col: list[bytes]) -> list[bytes]:
     """JSON integers (or null) as canal-json's quoted text, inside a `value` string."""
     joined = b'\\"' + b'\\"\x00\\"'.join(col) + b'\\"'
-    return joined.replace(b'\\"null\\"', b"null").split(_NUL)
+    if b"null" in col:
+        joined = joined.replace(b'\\"null\\"', b"null")
+    return joined.split(_NUL)
 
 
 class _Column:
@@ -105,7 +107,10 @@ class BlockEncodePlan:
                 col.names.update({b'"' + k + b'"': escaped(v) for k, v in env[f"E{i}"].items()})
             cols.append(col)
             name = orjson.dumps(c.name).decode()
-            parts.append(re.escape(name) + ":(null|" + pattern + ")")
+            if kind == "plain":  # digits and punctuation: the text inside the quotes (empty: null)
+                parts.append(re.escape(name) + ':(?:null|"(' + pattern[1:-1] + ')")')
+            else:
+                parts.append(re.escape(name) + ":(null|" + pattern + ")")
         self.cols = cols if ok else None
         self.pattern: re.Pattern[bytes] | None = None
         if not ok:
@@ -165,9 +170,10 @@ def _kind(c: Any, fmt: Callable[[Any], str], promoted: bool) -> str | None:
         return "int"
     if promoted:
         return None
-    if fam in (Family.STRING, Family.JSON, Family.VECTOR, Family.DATETIME, Family.TIMESTAMP, Family.DECIMAL) \
-            and fmt is _as_text:
+    if fam in (Family.STRING, Family.JSON, Family.VECTOR) and fmt is _as_text:
         return "text"
+    if fam in (Family.DATETIME, Family.TIMESTAMP, Family.DECIMAL) and fmt is _as_text:
+        return "plain"
     if fam is Family.ENUM and c.type.elements and fmt is str:
         return "enum"
     if fam is Family.BYTES:
@@ -218,6 +224,9 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     if kind == "int":
         check_range(values, col.lo, col.hi, col.safe, bad, b"null")
         return _int_column(values)
+    if kind == "plain":
+        out = (b'\\"' + b'\\"\x00\\"'.join(values) + b'\\"').split(_NUL)
+        return out if b"" not in values else [v if v != b'\\"\\"' else b"null" for v in out]
     if kind == "enum":
         return list(map(col.names.__getitem__, values))
     if b"null" not in values:
