@@ -30,7 +30,7 @@ from ..mysqltypes.text import _as_text
 from ..mysqltypes.values import _DATETIME_RE
 from ..rounding import datetime_length, decimal_held, rounds
 from ..tso import PHYSICAL_SHIFT
-from .decoder import CanalJSONDecoder, _Shape, plain_row_commit_ts
+from .decoder import CanalJSONDecoder, _Shape
 from .encoder import CanalJSONEncoder, _TablePlan
 from .rowtext import Mismatch, decode_row_pattern, encode_row_pattern, escaped
 
@@ -392,32 +392,17 @@ class LineDecoder:
             return None
         if msg.__class__ is not dict or msg.get("isDdl") is not False:
             return None
-        key = (msg.get("database"), msg.get("table"))
-        shape = self._decoder._fast.get(key)
-        if shape is None:
+        got = self._decoder.fast_row(msg)
+        if got is None:
             return None
-        kind = _DML.get(msg.get("type"))  # type: ignore[arg-type]
-        data = msg.get("data")
-        if kind is None or data.__class__ is not list or len(data) != 1:
-            return None
-        if msg.get("mysqlType") != shape.mysql_types or (msg.get("pkNames") or []) != shape.pk:
-            return None
-        ts = plain_row_commit_ts(msg)
-        if ts is None:
-            return None
-        ncols = len(shape.parsers)
-        d = data[0]
-        if d.__class__ is not dict or len(d) != ncols:
-            return None
+        shape, kind, ts, d, old = got
+        key = (msg["database"], msg["table"])
         json_row, table = self._compiled(shape)
         self._learn(shape, key)  # type: ignore[arg-type]
         try:
             row = orjson.dumps(json_row(d))
             if kind is Kind.UPDATE:
-                old = msg.get("old")
-                if old.__class__ is not list or len(old) != 1 or old[0].__class__ is not dict or len(old[0]) != ncols:
-                    return None
-                before, after = orjson.dumps(json_row(old[0])), row
+                before, after = orjson.dumps(json_row(old)), row  # type: ignore[arg-type]
             elif kind is Kind.DELETE:
                 before, after = row, b"null"
             else:
