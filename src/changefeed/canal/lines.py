@@ -16,7 +16,7 @@ from __future__ import annotations
 import binascii
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,7 +30,6 @@ from ..mysqltypes.text import _as_text
 from ..mysqltypes.values import _DATETIME_RE
 from ..rounding import datetime_length, decimal_held, rounds
 from ..tso import PHYSICAL_SHIFT
-from .decoder import CanalJSONDecoder, _Shape
 from .encoder import CanalJSONEncoder, _TablePlan
 from .rowtext import Mismatch, decode_row_pattern, encode_row_pattern, escaped
 
@@ -271,7 +270,10 @@ def _compile_json_row(shape: _Shape) -> Callable[[dict[str, Any]], dict[str, Any
     return env["json_row"]
 
 
-_Layout = tuple[_Shape, str, str, "re.Pattern[str]", Callable[[tuple], str], bytes, tuple]
+if TYPE_CHECKING:  # (the decoder's modules are not loaded for encoding)
+    from .decoder import CanalJSONDecoder, _Shape
+
+    _Layout = tuple[_Shape, str, str, re.Pattern[str], Callable[[tuple], str], bytes, tuple]
 
 
 class LineDecoder:
