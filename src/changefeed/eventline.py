@@ -413,10 +413,10 @@ class LineSource:
             if line:
                 yield n, line
 
-    def blocks(self, size: int = 1 << 20) -> Iterator[bytes] | None:
+    def blocks(self, size: int = 1 << 18) -> Iterator[bytes] | None:
         """Whole lines joined by newlines (no newline at the end, lines not stripped), a piece of the stream at a
-        time, reading what it has (a pipe's block goes on as soon as it has whole lines); None for a stream
-        that is not a binary file."""
+        time, reading what it has (a pipe's block goes on as soon as it has whole lines); None for a stream that is
+        not a binary file. 256 KB: measured faster than 1-4 MB (a block and its columns stay in the cache)."""
         read = getattr(self._stream, "read1", None) or getattr(self._stream, "read", None)
         if read is None:
             return None
