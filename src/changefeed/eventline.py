@@ -433,7 +433,7 @@ class LineSource:
             if end < 0:
                 carry += data
                 continue
-            yield carry + data[:end] if carry else data[:end]
+            yield b"".join((carry, memoryview(data)[:end]))  # one copy (a slice and a sum would be two)
             carry = data[end + 1:]
         if carry:
             yield carry
