@@ -5,38 +5,32 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from . import cliopts as opt
 from .cliio import (
-    DeadLetter,
     byte_progress,
     command_spark,
     err,
-    finish_decoder,
     no_password,
     open_in,
     open_out,
     reported,
 )
-from .codecs import make_decoder, make_encoder
+from .codeccmd import decode_file, encode_file
 from .config import ConfigError, build_config, parse_option_pairs
 from .consuming import reachable
 from .errors import DecodeError
 from .eventline import EventReader, EventWriter, read_lines
-from .linecodec import decode_lines, encode_lines, tail_lines, topic_records, write_avro_schemas
+from .linecodec import tail_lines, topic_records, write_avro_schemas
 from .runreport import print_roundtrip, print_verify
 from .spark.layout import lake_path
 from .spark.logs import spark_folder
 from .spark.objectstore import check_store
 from .workdir import replacing
-
-if TYPE_CHECKING:
-
-    pass
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="TiCDC change-event protocols: encode, decode and move change streams.")
@@ -56,18 +50,8 @@ def encode(
 ) -> None:
     """Event lines in, message lines out."""
     with reported(debug):
-        if errors not in ("fail", "skip"):
-            raise ConfigError(f"--errors must be fail or skip, got {errors!r}")
-        cfg = build_config(protocol, parse_option_pairs(option or []))
-        encoder = make_encoder(cfg, clock_ms=(lambda: build_ts) if build_ts is not None else None, topic=topic)
-        dead = DeadLetter(dead_letter)
-        try:
-            with open_in(input) as fin, open_out(output) as fout, byte_progress(input, "encoding") as advance:
-                n_events, n_msgs = encode_lines(encoder, read_lines(fin), fout, advance, errors, dead)
-        finally:
-            dead.close()
-        skipped = f", {dead.count} rejected" if dead.count else ""
-        err.print(f"encoded {n_events} events into {n_msgs} {protocol} messages{skipped}", highlight=False)
+        summary = encode_file(protocol, option, input, output, errors, dead_letter, build_ts, topic, byte_progress)
+        err.print(summary, highlight=False)
 
 
 @app.command()
@@ -82,21 +66,7 @@ def decode(
 ) -> None:
     """Message lines in, event lines out."""
     with reported(debug):
-        if errors not in ("fail", "skip"):
-            raise ConfigError(f"--errors must be fail or skip, got {errors!r}")
-        cfg = build_config(protocol, parse_option_pairs(option or []))
-        decoder = make_decoder(cfg)
-        dead = DeadLetter(dead_letter)
-        try:
-            with open_in(input) as fin, open_out(output) as fout, byte_progress(input, "decoding") as advance:
-                n_msgs, kinds = decode_lines(decoder, read_lines(fin), fout, advance, errors, dead)
-                finish_decoder(decoder, errors, dead)
-        finally:
-            dead.close()
-        detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-        skipped = f"; {dead.count} rejected" if dead.count else ""
-        err.print(f"decoded {n_msgs} {protocol} messages into {sum(kinds.values())} events ({detail}){skipped}",
-                  highlight=False)
+        err.print(decode_file(protocol, option, input, output, errors, dead_letter, byte_progress), highlight=False)
 
 
 @app.command()
@@ -525,23 +495,10 @@ def run(
 
 
 def main() -> None:
-    """The `changefeed` entry point (pyproject.toml's scripts); what it prints goes through redact.py, so a
-    secret in a URI, an option or another tool's message never reaches the terminal or a log file."""
-    from .redact import RedactingStream
+    """`python -m changefeed.cli`: as the console script (entry.py), a plain encode/decode read without typer."""
+    from .quickcli import main as quick_main
 
-    sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
-    sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
-    from .quickcli import parse
-
-    quick = parse(sys.argv[1:])  # a plain encode/decode, read without typer's start-up cost; else typer reads it
-    if quick is None:
-        app()
-        return
-    command, kwargs = quick
-    try:
-        (encode if command == "encode" else decode)(**kwargs)
-    except typer.Exit as e:
-        raise SystemExit(e.exit_code) from None
+    quick_main(app)
 
 
 if __name__ == "__main__":

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
-import orjson
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from .codecs import ConsumerDecoder
 from .errors import ChangefeedError, ConfigError, DecodeError
-from .eventline import Message, message_to_line
+from .linefiles import DeadLetter, open_in, open_out  # noqa: F401 - re-exported: the commands' files
 from .redact import redact
-from .workdir import replacing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,20 +87,6 @@ def no_password(uri: str) -> str:
     return redact(uri)
 
 
-@contextlib.contextmanager
-def open_in(path: Path | None) -> Iterator[IO[bytes]]:
-    """The input file, or stdin for none or `-`; a missing one is an error naming it."""
-    if path is None or str(path) == "-":
-        yield sys.stdin.buffer
-        return
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file (given as -i)")
-    if path.is_dir():
-        raise ConfigError(f"{path} is a folder (given as -i): give a file")
-    with open(path, "rb") as f:
-        yield f
-
-
 def require_source(uri: str, waits: bool = False) -> None:
     """A `file://` source that is not there is an error naming it (else a consumer reads nothing and says it
     consumed 0 changes): its folder must exist, and each topic named (not a pattern) must have been created,
@@ -127,17 +109,6 @@ def require_source(uri: str, waits: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def open_out(path: Path | None) -> Iterator[IO[bytes]]:
-    """The output file (replaced when the command succeeds, never a folder), or stdout for none or `-`."""
-    if path is None or str(path) == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-    else:
-        with replacing(path) as f:
-            yield f
-
-
-@contextlib.contextmanager
 def byte_progress(path: Path | None, what: str) -> Iterator[Callable[[int], None]]:
     """A byte-progress bar on a terminal for file inputs; a no-op otherwise."""
     if path is None or str(path) == "-" or not err.is_terminal:
@@ -150,32 +121,6 @@ def byte_progress(path: Path | None, what: str) -> Iterator[Callable[[int], None
         yield lambda n: prog.advance(task, n)
 
 
-class DeadLetter:
-    """Rejected input lines with why they were rejected, one JSON object per line."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.count = 0
-        self._f: IO[bytes] | None = None
-
-    def put(self, lineno: int, line: bytes, e: DecodeError) -> None:
-        """Count a rejected line, and append it with its reason when there is a file to append to."""
-        self.count += 1
-        if self.path is None:
-            return
-        if self._f is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._f = open(self.path, "ab")
-        rec = {"line": lineno, "error": redact(e.reason), "field": e.field, "offset": e.offset,
-               "input": line.decode("utf-8", "replace")}
-        self._f.write(orjson.dumps(rec) + b"\n")
-
-    def close(self) -> None:
-        """Close the file, if a line was ever written."""
-        if self._f is not None:
-            self._f.close()
-
-
 def bad_line(e: DecodeError, lineno: int, line: bytes, errors: str, dead: DeadLetter) -> None:
     """A line that does not parse: recorded as a dead letter, then raised (`fail`) or reported (`skip`)."""
     located = e.located(f"line {lineno}")
@@ -183,15 +128,3 @@ def bad_line(e: DecodeError, lineno: int, line: bytes, errors: str, dead: DeadLe
     if errors == "fail":
         raise located
     err.print(f"[yellow]skipped:[/] {located}", highlight=False)
-
-
-def finish_decoder(decoder: ConsumerDecoder, errors: str, dead: DeadLetter) -> None:
-    """Messages a decoder still holds at the end (simple-protocol DML that never got its schema)."""
-    try:
-        decoder.finish()
-    except DecodeError as e:
-        if errors == "fail":
-            raise
-        for raw in decoder.take_pending():
-            dead.put(0, message_to_line(Message(key=None, value=raw)), e)
-        err.print(f"[yellow]skipped:[/] {e}", highlight=False)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .config import IMPLEMENTED_PROTOCOLS, CodecConfig, ConfigError
 from .errors import DecodeError
 from .eventline import Message
 from .model import Event, TableInfo
-from .routing import TopicSource
+
+if TYPE_CHECKING:
+    from .routing import TopicSource
 
 
 class Encoder(Protocol):

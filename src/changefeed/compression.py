@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import cramjam
-
 CODECS = ("none", "snappy", "lz4")
 
 
 def compress(codec: str, data: bytes) -> bytes:
     if codec == "none":
         return data
+    import cramjam  # (loaded when a message is compressed: a plain codec command starts without it)
+
     if codec == "snappy":
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == "lz4":
@@ -21,6 +21,8 @@ def compress(codec: str, data: bytes) -> bytes:
 def decompress(codec: str, data: bytes) -> bytes:
     if codec == "none":
         return data
+    import cramjam
+
     try:
         if codec == "snappy":
             return bytes(cramjam.snappy.decompress_raw(data))

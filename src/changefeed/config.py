@@ -8,13 +8,11 @@ a parameter it does not know) is accepted with a one-line warning, so a TiCDC us
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .errors import ConfigError
 
-log = logging.getLogger("changefeed.config")
 _WARNED: set[str] = set()
 
 
@@ -22,7 +20,9 @@ def warn_once(message: str) -> None:
     """A one-line warning, once per process: configs are built again in every Spark task."""
     if message not in _WARNED:
         _WARNED.add(message)
-        log.warning(message)
+        import logging  # (loaded when first needed: the codec commands start without it)
+
+        logging.getLogger("changefeed.config").warning(message)
 
 PROTOCOLS = ("canal-json", "simple", "avro", "debezium", "debezium-avro")
 IMPLEMENTED_PROTOCOLS = PROTOCOLS

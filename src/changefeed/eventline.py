@@ -400,9 +400,45 @@ def _same_json(raw: bytes, obj: Any) -> bool:
         return False
 
 
-def read_lines(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line) for every non-blank line."""
-    for n, raw in enumerate(stream, 1):
-        line = raw.strip()
-        if line:
-            yield n, line
+class LineSource:
+    """(1-based line number, line) for every non-blank line of a stream, when iterated; `blocks` reads the same
+    stream in big pieces of whole lines instead (the CLI's block tier)."""
+
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for n, raw in enumerate(self._stream, 1):
+            line = raw.strip()
+            if line:
+                yield n, line
+
+    def blocks(self, size: int = 1 << 18) -> Iterator[bytes] | None:
+        """Whole lines joined by newlines (no newline at the end, lines not stripped), a piece of the stream at a
+        time, reading what it has (a pipe's block goes on as soon as it has whole lines); None for a stream that is
+        not a binary file. 256 KB: measured faster than 1-4 MB (a block and its columns stay in the cache)."""
+        read = getattr(self._stream, "read1", None) or getattr(self._stream, "read", None)
+        if read is None:
+            return None
+        return self._blocks(read, size)
+
+    @staticmethod
+    def _blocks(read: Any, size: int) -> Iterator[bytes]:
+        carry = b""
+        while True:
+            data = read(size)
+            if not data:
+                break
+            end = data.rfind(b"\n")
+            if end < 0:
+                carry += data
+                continue
+            yield b"".join((carry, memoryview(data)[:end]))  # one copy (a slice and a sum would be two)
+            carry = data[end + 1:]
+        if carry:
+            yield carry
+
+
+def read_lines(stream: Iterable[bytes]) -> LineSource:
+    """(1-based line number, line) for every non-blank line, when iterated (see LineSource)."""
+    return LineSource(stream)

@@ -23,6 +23,10 @@ def go_escape(out: bytes, short_bf: bool = False, html: bool = True) -> bytes:
         out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
     if html and b"\xe2" in out and b"\xe2\x80" in out:  # memchr first: U+2028/9 are rare
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    if not short_bf and (b"\\b" in out or b"\\f" in out) and b"\x01" not in out:
+        # escaped backslashes set aside first (left to right, as a JSON reader pairs them), in C
+        return out.replace(b"\\\\", b"\x01").replace(b"\\b", b"\\u0008").replace(b"\\f", b"\\u000c").replace(
+            b"\x01", b"\\\\")
     if not short_bf and (b"\\b" in out or b"\\f" in out):
         # an escaped backslash (\\\\) may stand before a literal b or f: split escapes off first, left to
         # right as a JSON reader does, and rewrite only inside the pieces

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from .cliio import DeadLetter, bad_line
 from .codecs import ConsumerDecoder, Encoder, make_decoder
 from .errors import ChangefeedError, DecodeError
-from .eventline import EventReader, EventWriter, message_from_line, message_to_line
+from .eventline import EventReader, EventWriter, LineSource, Message, message_from_line, message_to_line
+from .linefiles import DeadLetter
 
 if TYPE_CHECKING:
     from .config import CodecConfig
@@ -27,6 +27,17 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
     reader = EventReader()
     n_events = n_msgs = 0
     fast = _line_encoder(encoder, reader) if direct else None
+    blocks = _blocks(lines, fast)
+    taken = [0]  # lines the block tier took (each one event, one message)
+    if blocks is not None:
+        from .canal.blocks import BlockEncoder
+
+        def count(inserts: int, n: int) -> None:
+            taken[0] += n
+
+        tier = BlockEncoder(fast.__self__)  # type: ignore[union-attr]
+        lines = _through_blocks(tier, blocks, out, advance, count)
+        advance = _no_progress  # counted by the blocks
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
@@ -50,7 +61,77 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
         for m in msgs:
             out.write(message_to_line(m) + b"\n")
         n_msgs += len(msgs)
-    return n_events, n_msgs
+    return n_events + taken[0], n_msgs + taken[0]
+
+
+def bad_line(e: DecodeError, lineno: int, line: bytes, errors: str, dead: DeadLetter) -> None:
+    """A line that does not parse: cliio's to record and report (loaded only then)."""
+    from .cliio import bad_line as report
+
+    report(e, lineno, line, errors, dead)
+
+
+def finish_decoder(decoder: ConsumerDecoder, errors: str, dead: DeadLetter) -> None:
+    """Messages a decoder still holds at the end (simple-protocol DML that never got its schema)."""
+    try:
+        decoder.finish()
+    except DecodeError as e:
+        if errors == "fail":
+            raise
+        for raw in decoder.take_pending():
+            dead.put(0, message_to_line(Message(key=None, value=raw)), e)
+        from .cliio import err
+
+        err.print(f"[yellow]skipped:[/] {e}", highlight=False)
+
+
+def _no_progress(n: int) -> None:
+    """Progress already counted."""
+
+
+def _blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None) -> Iterator[bytes] | None:
+    """The input's blocks, where the input and the protocol's direct path can take them."""
+    if fast is None or not isinstance(lines, LineSource):
+        return None
+    return lines.blocks()
+
+
+def _through_blocks(tier: Any, blocks: Iterator[bytes], out: IO[bytes], advance: Callable[[int], None],
+                    taken: Callable[[int, int], None]) -> Iterator[tuple[int, bytes]]:
+    """Blocks through a block tier, its output written here (and counted by `taken`: inserts, lines); the
+    lines it did not take are yielded, in order, for the per-line tiers, each after the lines before it were
+    written. A block whose first lines are of a table the tier does not know yet goes on through the tier once
+    the per-line tiers took one (`tier.ready()`); one whose converted lines a line in between made stale
+    (`tier.valid()`: a decoder's table changed) goes on line by line."""
+    write = out.write
+    first = 1  # the number of the block's first line
+    for block in blocks:
+        advance(len(block) + 1)
+        while block:
+            whole, each, n, inserts = tier.block(block)
+            if whole is not None:
+                write(whole)
+                taken(inserts, n)
+                first += n
+                break
+            raw = block.split(b"\n")
+            block = b""
+            for i, line in enumerate(raw):
+                got = each[i] if each is not None else None
+                if got is not None:
+                    write(got + b"\n")
+                    taken(int(got.startswith(b'{"kind":"insert"')), 1)
+                    continue
+                line = line.strip()
+                if not line:
+                    continue
+                yield first + i, line
+                if each is not None and not tier.valid():
+                    each = None
+                elif each is None and tier.ready() and i + 1 < len(raw):  # a table's first line: the rest
+                    block = b"\n".join(raw[i + 1:])
+                    break
+            first += i + 1
 
 
 def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], out: IO[bytes],
@@ -62,6 +143,19 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
     kinds: Counter[str] = Counter()
     n_msgs = 0
     fast = _line_decoder(decoder) if direct else None
+    blocks = _blocks(lines, fast)
+    taken = [0]  # messages the block tier took (each one row event)
+    if blocks is not None:
+        from .canal.blockdecode import BlockDecoder
+
+        def count(inserts: int, n: int) -> None:
+            taken[0] += n
+            kinds["insert"] += inserts
+            kinds["delete"] += n - inserts
+
+        tier = BlockDecoder(fast.__self__)  # type: ignore[union-attr]
+        lines = _through_blocks(tier, blocks, out, advance, count)
+        advance = _no_progress  # counted by the blocks
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
@@ -82,7 +176,7 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
         for ev in events:
             kinds[ev.kind.value] += 1
             out.write(writer.line(ev) + b"\n")
-    return n_msgs, kinds
+    return n_msgs + taken[0], +kinds
 
 
 def _line_encoder(encoder: Encoder, reader: EventReader) -> Callable[[bytes], bytes | None] | None:

@@ -8,7 +8,6 @@ Rows are dicts keyed by column name in table order; a decoded row may hold only 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,8 +18,6 @@ from .rounding import make_storer
 
 Row = dict[str, Any]
 
-_values_log = logging.getLogger("changefeed.values")
-
 
 def _warn_once(name: str, ctype: ColumnType) -> Callable[[str], None]:
     """One warning per column: a stream of bad values must not flood the log."""
@@ -30,8 +27,10 @@ def _warn_once(name: str, ctype: ColumnType) -> Callable[[str], None]:
         nonlocal warned
         if not warned:
             warned = True
-            _values_log.warning("column %s %s: %s (as TiDB stores it in non-strict mode)", name, ctype.full_str(),
-                                why)
+            import logging  # (loaded when first needed: the codec commands start without it)
+
+            logging.getLogger("changefeed.values").warning(
+                "column %s %s: %s (as TiDB stores it in non-strict mode)", name, ctype.full_str(), why)
 
     return warn
 

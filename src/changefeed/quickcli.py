@@ -9,6 +9,7 @@ included."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +60,56 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     if options:
         kw["option"] = options
     return argv[0], kw
+
+
+def main(full: Callable[[], None]) -> None:
+    """Run the command line: what it prints goes through redact.py, so a secret in a URI, an option or another
+    tool's message never reaches the terminal or a log file; a plain encode/decode runs here, anything else
+    through `full` (typer's app)."""
+    import sys
+
+    from .redact import RedactingStream
+
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
+        sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
+    quick = parse(sys.argv[1:])
+    if quick is not None:
+        code = run(*quick)
+        if code is not None:
+            raise SystemExit(code)
+    full()
+
+
+def run(command: str, kw: dict[str, Any]) -> int | None:
+    """Run a parsed encode or decode as cli.py's command would (the same files, the same summary line, an error
+    as the same single line, through cliio.reported, loaded only then); its exit code. None: a progress bar is
+    wanted (stderr is a terminal), so the typer command runs it."""
+    import os
+    import sys
+
+    if sys.stderr.isatty() or os.environ.get("FORCE_TERMINAL") or os.environ.get("FORCE_COLOR"):
+        return None
+    debug = kw.pop("debug", False)
+    try:
+        from .codeccmd import decode_file, encode_file
+
+        args = {"protocol": "canal-json", "option": None, "input": None, "output": None, "errors": "fail",
+                "dead_letter": None, **kw}
+        if command == "encode":
+            summary = encode_file(**{"build_ts": None, "topic": None, **args})
+        else:
+            summary = decode_file(**args)
+    except Exception:
+        import typer
+
+        from .cliio import reported
+
+        try:
+            with reported(debug):
+                raise
+        except typer.Exit as e:
+            return e.exit_code
+    sys.stderr.write(summary + "\n")
+    sys.stderr.flush()
+    return 0

@@ -114,11 +114,10 @@ class CanalJSONDecoder:
                 return fast
         return self._decode_obj(msg, value)
 
-    def _decode_fast(self, msg: dict[str, Any]) -> list[Event] | None:
-        """One full row of the table the previous message was about: skip the general checks.
-
-        Returns None whenever anything differs; the general path then decodes (and reports errors).
-        """
+    def fast_row(self, msg: dict[str, Any]) -> tuple[_Shape, Kind, int, dict[str, Any], dict[str, Any] | None] | None:
+        """A DML message of one full row of a table whose last full row had the same mysqlType and pkNames:
+        (its shape, kind, commit ts, the row object of `data`, that of `old` for an update), else None. The one
+        guard of the fast paths (this decoder's, canal/lines.py's): they skip the general checks after it."""
         shape = self._fast.get((msg.get("database"), msg.get("table")))
         if shape is None:
             return None
@@ -126,7 +125,6 @@ class CanalJSONDecoder:
         data = msg.get("data")
         if kind is None or type(data) is not list or len(data) != 1:
             return None
-        t = shape.table
         if msg.get("mysqlType") != shape.mysql_types or (msg.get("pkNames") or []) != shape.pk:
             return None
         ts = plain_row_commit_ts(msg)
@@ -136,13 +134,28 @@ class CanalJSONDecoder:
         d = data[0]
         if type(d) is not dict or len(d) != ncols:  # same count, and the parser finds every name: same columns
             return None
+        old = None
+        if kind is _UPDATE:
+            olds = msg.get("old")
+            if type(olds) is not list or len(olds) != 1 or type(olds[0]) is not dict or len(olds[0]) != ncols:
+                return None
+            old = olds[0]
+        return shape, kind, ts, d, old
+
+    def _decode_fast(self, msg: dict[str, Any]) -> list[Event] | None:
+        """One full row of the table the previous message was about: skip the general checks.
+
+        Returns None whenever anything differs; the general path then decodes (and reports errors).
+        """
+        got = self.fast_row(msg)
+        if got is None:
+            return None
+        shape, kind, ts, d, old = got
+        t = shape.table
         try:
             row = shape.fast(d)
             if kind is _UPDATE:
-                old = msg.get("old")
-                if type(old) is not list or len(old) != 1 or type(old[0]) is not dict or len(old[0]) != ncols:
-                    return None
-                return [Event(kind, ts, t, None, shape.fast(old[0]), row)]
+                return [Event(kind, ts, t, None, shape.fast(old), row)]  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - the general path names the problem
             return None
         if kind is _DELETE:

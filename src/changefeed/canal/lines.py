@@ -16,7 +16,7 @@ from __future__ import annotations
 import binascii
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,7 +30,6 @@ from ..mysqltypes.text import _as_text
 from ..mysqltypes.values import _DATETIME_RE
 from ..rounding import datetime_length, decimal_held, rounds
 from ..tso import PHYSICAL_SHIFT
-from .decoder import CanalJSONDecoder, _Shape, plain_row_commit_ts
 from .encoder import CanalJSONEncoder, _TablePlan
 from .rowtext import Mismatch, decode_row_pattern, encode_row_pattern, escaped
 
@@ -271,7 +270,10 @@ def _compile_json_row(shape: _Shape) -> Callable[[dict[str, Any]], dict[str, Any
     return env["json_row"]
 
 
-_Layout = tuple[_Shape, str, str, "re.Pattern[str]", Callable[[tuple], str], bytes, tuple]
+if TYPE_CHECKING:  # (the decoder's modules are not loaded for encoding)
+    from .decoder import CanalJSONDecoder, _Shape
+
+    _Layout = tuple[_Shape, str, str, re.Pattern[str], Callable[[tuple], str], bytes, tuple]
 
 
 class LineDecoder:
@@ -285,13 +287,17 @@ class LineDecoder:
         # mysqlType to the row, the row's pattern and writer, the event line's `,"table":...`, the shape's key
         self._patterns: dict[str, _Layout | None] = {}
         self._sql_types: set[str] = set()  # sqlType texts seen to be JSON objects (the decoder does not read them)
+        self.last: _Layout | None = None  # the layout of the table of the last message taken (the block tier's)
 
     def _learn(self, shape: _Shape, key: tuple[str, str]) -> None:
         """The layout of a table's messages as TiCDC writes them, after one took the parsed path: its constant
         text (up to `es`, and from `mysqlType` to the row), and the pattern of the row."""
         db, tb = key
         prefix = '{"id":0,"database":' + gojson.dumps(db).decode() + ',"table":' + gojson.dumps(tb).decode()
-        if prefix in self._patterns or len(shape.names) != len(shape.parsers):
+        if prefix in self._patterns:
+            self.last = self._patterns[prefix]
+            return
+        if len(shape.names) != len(shape.parsers):
             return
         if len(self._patterns) > 4096:
             self._patterns.clear()
@@ -303,7 +309,7 @@ class LineDecoder:
         head = prefix + ',"pkNames":' + gojson.dumps(shape.pk or None).decode() + ',"isDdl":false,"type":"'
         mid = ',"mysqlType":' + gojson.dumps(shape.mysql_types).decode() + ',"old":null,"data":['
         table = b',"table":' + orjson.dumps(table_to_json(shape.table))
-        self._patterns[prefix] = (shape, head, mid, re.compile(row), build, table, key)
+        self._patterns[prefix] = self.last = (shape, head, mid, re.compile(row), build, table, key)
 
     def _matched(self, value: str) -> tuple[str, bytes] | None:
         """The event line of a message laid out as its table's first (constant text, a row its pattern
@@ -345,6 +351,7 @@ class LineDecoder:
         rm = row_re.fullmatch(value, m.end() + len(mid), end)
         if rm is None:
             return None
+        self.last = got
         try:
             row = build(rm.groups())
         except Exception:  # noqa: BLE001 - a value the pattern could not check: the parsed path decides
@@ -387,32 +394,17 @@ class LineDecoder:
             return None
         if msg.__class__ is not dict or msg.get("isDdl") is not False:
             return None
-        key = (msg.get("database"), msg.get("table"))
-        shape = self._decoder._fast.get(key)
-        if shape is None:
+        got = self._decoder.fast_row(msg)
+        if got is None:
             return None
-        kind = _DML.get(msg.get("type"))  # type: ignore[arg-type]
-        data = msg.get("data")
-        if kind is None or data.__class__ is not list or len(data) != 1:
-            return None
-        if msg.get("mysqlType") != shape.mysql_types or (msg.get("pkNames") or []) != shape.pk:
-            return None
-        ts = plain_row_commit_ts(msg)
-        if ts is None:
-            return None
-        ncols = len(shape.parsers)
-        d = data[0]
-        if d.__class__ is not dict or len(d) != ncols:
-            return None
+        shape, kind, ts, d, old = got
+        key = (msg["database"], msg["table"])
         json_row, table = self._compiled(shape)
         self._learn(shape, key)  # type: ignore[arg-type]
         try:
             row = orjson.dumps(json_row(d))
             if kind is Kind.UPDATE:
-                old = msg.get("old")
-                if old.__class__ is not list or len(old) != 1 or old[0].__class__ is not dict or len(old[0]) != ncols:
-                    return None
-                before, after = orjson.dumps(json_row(old[0])), row
+                before, after = orjson.dumps(json_row(old)), row  # type: ignore[arg-type]
             elif kind is Kind.DELETE:
                 before, after = row, b"null"
             else:

@@ -72,12 +72,20 @@ def java_sql_type(ctype: ColumnType) -> int:
     return _BY_NAME.get(ctype.name, VARCHAR)
 
 
-def promoter(ctype: ColumnType) -> Callable[[int | None], int] | None:
-    """For unsigned integer columns, the value-dependent code (tiflow getJavaSQLType); else None."""
+def promotion(ctype: ColumnType) -> tuple[int, int, int] | None:
+    """For unsigned integer columns: (the largest value of the base code, the base code, the wider code)."""
     if not ctype.unsigned or ctype.name not in _PROMOTION:
         return None
     limit, wider = _PROMOTION[ctype.name]
-    base = java_sql_type(ctype)
+    return limit, java_sql_type(ctype), wider
+
+
+def promoter(ctype: ColumnType) -> Callable[[int | None], int] | None:
+    """For unsigned integer columns, the value-dependent code (tiflow getJavaSQLType); else None."""
+    got = promotion(ctype)
+    if got is None:
+        return None
+    limit, base, wider = got
 
     def code(v: int | None) -> int:
         return wider if v is not None and v > limit else base

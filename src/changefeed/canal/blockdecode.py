@@ -1,0 +1,278 @@
+"""canal-json message lines to event lines a block at a time (the decode side of canal/blocks.py).
+
+A message line holds its canal-json message as a JSON string; a row message of a table the per-line tiers
+already decoded (canal/lines.py learnt its layout: the constant text, the columns in the messages' order) is
+matched in that escaped form, one regular-expression pass over a whole block of lines, and each column's values
+are rewritten together by C-level calls: quotes and escapes undone by bytes.replace over the joined column, Go's
+escapes turned into orjson's, enum numbers to names by a dict, latin-1 text to base64 through one orjson parse of
+the column. Only escapes whose rewrite is known are let through by the pattern; any other line (and any value a
+check refuses) is handed back, in place, for the per-line tiers. Pure functions of bytes, no I/O.
+"""
+
+from __future__ import annotations
+
+import binascii
+import functools
+import re
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .. import gojson
+from ..mysqltypes import Family
+from ..mysqltypes.text import _as_text
+from ..tso import PHYSICAL_SHIFT
+from .blocks import BlockResult, _check_utf8, check_range, placed_lines
+from .rowtext import _HMS, _YMD, _int_digits, escaped
+
+if TYPE_CHECKING:
+    from .lines import LineDecoder, _Layout
+
+_NUL = b"\x00"
+_Q = re.escape(b'\\"')  # a quote inside the message line's `value` string
+# a JSON string's content as Go writes it, inside the `value` string: raw characters, and the escapes whose
+# orjson form is known (Go's \u003c \u003e \u0026 \u2028 \u2029 \u0008 \u000c are rewritten, the rest kept)
+_RAW = rb'[^"\\\x00-\x1f]*+'
+_ESCAPE = (re.escape(b"\\\\") + rb"(?:" + re.escape(b'\\"') + rb"|" + re.escape(b"\\\\")
+           + rb"|[nrtbf]|u00(?:0[0-8bcef]|1[0-9a-f]|26|3c|3e)|u202[89])")
+_CONTENT = _RAW + rb"(?:" + _ESCAPE + _RAW + rb")*+"
+_GO_TO_ORJSON = [(b"\\u003c", b"<"), (b"\\u003e", b">"), (b"\\u0026", b"&"), (b"\\u2028", "\u2028".encode()),
+                 (b"\\u2029", "\u2029".encode()), (b"\\u0008", b"\\b"), (b"\\u000c", b"\\f")]
+# a sqlType object inside the `value` string (the pattern reads `\{[^{}\n]*\}`, and each text once is held to this)
+_SQL_TYPE = re.compile(rb'\{[^{}"\\\x00-\x1f]*+(?:' + _Q + rb'[^{}"\\\x00-\x1f]*+)*+\}')
+_B2A = functools.partial(binascii.b2a_base64, newline=False)
+_U64_DIGITS = len(str((1 << 64) - 1))
+
+
+def _unquoted(joined: bytes) -> bytes:
+    """A joined column's text out of the `value` string: its `\\\\` and `\\"` undone (left to right)."""
+    if b"\\" not in joined:
+        return joined
+    return joined.replace(b"\\\\", b"\x01").replace(b'\\"', b'"').replace(b"\x01", b"\\")
+
+
+def _orjson_escapes(joined: bytes) -> bytes:
+    """JSON strings as Go writes them, as orjson writes them (for the escapes _CONTENT lets through)."""
+    if b"\\u" not in joined:  # (\b \f \n \r \t \" \\ are orjson's too)
+        return joined
+    out = joined.replace(b"\\\\", b"\x01")
+    for go, ours in _GO_TO_ORJSON:
+        out = out.replace(go, ours)
+    return out.replace(b"\x01", b"\\\\")
+
+
+class _Column:
+    __slots__ = ("kind", "safe", "lo", "hi", "names")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.safe, self.lo, self.hi = 0, 0, 0
+        self.names: dict[bytes, bytes] = {}
+
+
+def _column(c: Any, parse: Any) -> tuple[bytes, _Column] | None:
+    """A column's value pattern inside the `value` string, one group (the text without its quotes for numbers,
+    dates and enums: empty for null; with them for strings, or `null`), and its rewrite; None: no block path
+    (rowtext.decode_row_pattern's column types, in its order)."""
+    fam = c.type.family
+    if fam is Family.INT:
+        col = _Column("int")
+        col.lo, col.hi = c.type.int_range()
+        digits, col.safe = _int_digits(col.lo, col.hi)
+        return rb"(?:null|" + _Q + digits.encode() + _Q + rb")", col
+    if fam is Family.ENUM:
+        col = _Column("enum")
+        if c.type.elements:
+            col.names = {b"%d" % n: orjson.dumps(e) for n, e in enumerate(("",) + c.type.elements)}
+        col.names[b""] = b"null"
+        return rb"(?:null|" + _Q + rb"(0|[1-9][0-9]{0,18})" + _Q + rb")", col
+    if fam in (Family.STRING, Family.JSON, Family.VECTOR) and parse is _as_text:
+        return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("text")
+    if fam is Family.BYTES:
+        return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("blob")
+    if fam is Family.DECIMAL:
+        return rb"(?:null|" + _Q + rb"(-?[0-9]+(?:\.[0-9]+)?)" + _Q + rb")", _Column("plain")
+    if fam in (Family.DATETIME, Family.TIMESTAMP):
+        return rb"(?:null|" + _Q + f"({_YMD} {_HMS}(?:\\.[0-9]{{1,6}})?)".encode() + _Q + rb")", _Column("plain")
+    return None
+
+
+class BlockDecodePlan:
+    """One table's block pattern and the constant pieces of its event lines."""
+
+    def __init__(self, layout: _Layout) -> None:
+        shape, head, mid, _, _, table, key = layout
+        self.layout, self.shape, self.key = layout, shape, key
+        self.pattern: re.Pattern[bytes] | None = None
+        cols: list[_Column] = []
+        parts: list[bytes] = []
+        for name in shape.names:
+            got = _column(shape.table.by_name[name], shape.parsers[name])
+            if got is None:
+                return
+            pattern, col = got
+            cols.append(col)
+            parts.append(re.escape(escaped(gojson.dumps(name)) + b":") + pattern)
+        self.cols = cols
+
+        def text(s: str | bytes) -> bytes:
+            return re.escape(escaped(s.encode() if isinstance(s, str) else s))
+
+        # the constant texts (the message's head, its mysqlType) are skipped by their length and compared after,
+        # as groups (a regular expression compares a literal byte by byte, slower than reading the row)
+        self.head_text, self.mid_text = escaped(head.encode()), escaped(mid.encode() + b"{")
+        # groups: 1 the head, 2 the type, 3 es, 4 sqlType, 5 mysqlType and the rest, then one per column, then the
+        # _tidb commitTs
+        self.pattern = re.compile(
+            rb'(?m)^(?:\{"key":null,"value":"((?s:.{%d}))' % len(self.head_text) + rb"(INSERT|DELETE)"
+            + text(b'","es":') + rb"(0|[1-9][0-9]{0,18})" + text(b',"ts":') + rb"-?(?:0|[1-9][0-9]{0,19})"
+            + text(b',"sql":"","sqlType":') + rb"(\{[^{}\n]*+\})"
+            + rb"((?s:.{%d}))" % len(self.mid_text) + b",".join(parts) + re.escape(escaped(b"}]"))
+            + rb"(?:" + text(b',"_tidb":{"commitTs":') + rb"(0|[1-9][0-9]{0,19})\})?" + rb'\}"\}|.*)$')
+        keys = [(b"," if i else b"{") + orjson.dumps(name) + b":" for i, name in enumerate(shape.names)]
+        self.keys = keys
+        self.heads = {b"INSERT": b'{"kind":"insert","commitTs":', b"DELETE": b'{"kind":"delete","commitTs":'}
+        self.mids = {b"INSERT": table + b',"preTable":null,"before":null,"after":' + keys[0],
+                     b"DELETE": table + b',"preTable":null,"before":' + keys[0]}
+        self.tails = {b"INSERT": b'},"ddl":null}\n', b"DELETE": b'},"after":null,"ddl":null}\n'}
+        self.sql_types: set[bytes] = set()  # sqlType texts seen to be JSON objects
+
+    def sql_type_ok(self, text: bytes) -> bool:
+        """Whether a sqlType text (as in the `value` string) is a JSON object (the decoder reads no more of it)."""
+        if text in self.sql_types:
+            return True
+        try:
+            ok = _SQL_TYPE.fullmatch(text) is not None and orjson.loads(_unquoted(text)).__class__ is dict
+        except orjson.JSONDecodeError:
+            ok = False
+        if ok:
+            self.sql_types.add(text)
+        return ok
+
+
+def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
+    """A column's matched texts (inside the `value` string) as JSON values of an event line."""
+    kind = col.kind
+    if kind == "text":
+        _check_utf8(values, bad)
+        return _orjson_escapes(_unquoted(_NUL.join(values))).split(_NUL)
+    if kind == "plain":
+        out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
+        return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
+    if kind == "int":
+        check_range(values, col.lo, col.hi, col.safe, bad, b"")
+        return values if b"" not in values else [v or b"null" for v in values]
+    if kind == "enum":
+        out = list(map(col.names.get, values))
+        if None in out:
+            out = [v if v is not None else values[i] for i, v in enumerate(out)]
+        return out  # type: ignore[return-value]
+    return _blob_column(values, bad)
+
+
+def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
+    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`: the column parsed as one JSON array."""
+    texts = orjson.loads(b"[" + _unquoted(b",".join(values)) + b"]")
+    try:
+        raw = list(map(str.encode, texts, repeat("latin-1")))
+    except (TypeError, UnicodeEncodeError):  # a null, or a character past latin-1
+        raw = []
+        for i, t in enumerate(texts):
+            try:
+                raw.append(b"" if t is None else t.encode("latin-1"))
+            except UnicodeEncodeError:
+                bad.add(i)
+                raw.append(b"")
+    out = (b'{"$b64":"' + b'"}\x00{"$b64":"'.join(map(_B2A, raw)) + b'"}').split(_NUL)
+    if None in texts:
+        out = [b"null" if t is None else o for t, o in zip(texts, out, strict=True)]
+    return out
+
+
+def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
+    """A block of message lines (joined by newlines, none at the end) as event lines (see BlockResult)."""
+    assert bp.pattern is not None
+    found = bp.pattern.findall(block)
+    rows = [r for r in found if r[1]]
+    if not rows:
+        return None, None, 0, 0
+    bad: set[int] = set()
+    m = len(rows)
+    columns = list(zip(*rows, strict=True))
+    misfit = False  # (a line not as the pattern meant: the found lines may be off)
+    for at, want in ((0, bp.head_text), (4, bp.mid_text)):
+        if columns[at].count(want) != m:
+            misfit = True
+            bad.update(i for i, t in enumerate(columns[at]) if t != want)
+    everything = len(rows) == len(found) and not misfit
+    n = len(found) if everything else block.count(b"\n") + 1
+    if n != len(found):
+        return None, None, 0, 0
+    for text in set(columns[3]):
+        if not bp.sql_type_ok(text):
+            bad.update(i for i, t in enumerate(columns[3]) if t == text)
+    columns = columns[1:]
+    commit = columns[-1]
+    if all(commit):
+        ts = list(commit)
+        if max(map(len, ts)) >= _U64_DIGITS:
+            bad.update(i for i, t in enumerate(ts) if int(t) >= 1 << 64)
+    else:
+        ts = [t if t else b"%d" % (int(es) << PHYSICAL_SHIFT) for t, es in zip(commit, columns[1], strict=True)]
+        bad.update(i for i, (t, es) in enumerate(zip(commit, columns[1], strict=True))
+                   if not t and int(es) >= 1 << (64 - PHYSICAL_SHIFT))
+    kinds = columns[0]
+    width = 2 * len(bp.cols) + 3
+    parts: list[Any] = [None] * (m * width)
+    parts[0::width] = list(map(bp.heads.__getitem__, kinds))
+    parts[1::width] = ts
+    parts[2::width] = list(map(bp.mids.__getitem__, kinds))
+    at = 3
+    for j, col in enumerate(bp.cols):
+        if j:
+            parts[at::width] = [bp.keys[j]] * m
+            at += 1
+        parts[at::width] = _convert(col, list(columns[4 + j]), bad)
+        at += 1
+    parts[at::width] = list(map(bp.tails.__getitem__, kinds))
+    out = b"".join(parts)
+    if everything and not bad:
+        return out, None, n, kinds.count(b"INSERT")
+    return None, placed_lines(out, bad, found), n, 0
+
+
+class BlockDecoder:
+    """Blocks of message lines through the block tier, for the table of the message the per-line tiers took
+    last."""
+
+    def __init__(self, lines: LineDecoder) -> None:
+        self._lines = lines
+        self._plans: dict[int, BlockDecodePlan] = {}
+        self._current: BlockDecodePlan | None = None
+
+    def ready(self) -> bool:
+        """Whether a table's layout is known (after a message of it went through the per-line tiers)."""
+        return self._lines.last is not None
+
+    def valid(self) -> bool:
+        """Whether the lines the last block converted still stand: the decoder's table is the one they were
+        converted for (a DDL message among them may have changed it)."""
+        bp = self._current
+        return bp is None or self._lines._decoder._fast.get(bp.key) is bp.shape
+
+    def block(self, block: bytes) -> BlockResult:
+        """A block through the tier (see BlockResult)."""
+        self._current = None
+        layout = self._lines.last
+        if layout is None:
+            return None, None, 0, 0
+        bp = self._plans.get(id(layout))
+        if bp is None or bp.layout is not layout:
+            if len(self._plans) > 256:
+                self._plans.clear()
+            bp = self._plans[id(layout)] = BlockDecodePlan(layout)
+        if bp.pattern is None or self._lines._decoder._fast.get(bp.key) is not bp.shape:
+            return None, None, 0, 0
+        self._current = bp
+        return decode_block(bp, block)
