@@ -8,21 +8,28 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from changefeed.codecs import make_decoder
 from changefeed.config import build_config
 from changefeed.eventline import EventWriter
 from changefeed.model import Event, Kind
-from changefeed.spark.transcode import WriterState, start_transcode
+from changefeed.spark.pipeline import apply_changes, read_changes
+from changefeed.spark.transcode import WriterState, replay, start_transcode
 from changefeed.transport.files import read_topic
+from changefeed.upstream import final_state
 from changefeed.workload import generate
 
-from .test_pipeline import produce
+from ..conftest import ROOT
+from .test_pipeline import lake_equals, produce
 
 CANAL = {"enable-tidb-extension": "true"}
 
@@ -104,6 +111,74 @@ def test_two_transcodes_give_back_the_source(spark, tmp_path: Path) -> None:
     assert check_order(out) > 0  # watermarks where they may be, none before a change they cover
     check_order(decoded(s, "b", "debezium", {}))
 
+
+def test_a_transcode_killed_mid_stream_then_its_output_replayed_from_the_lake(spark, kafka_broker: str,
+                                                                            tmp_path: Path) -> None:
+    """Kafka -> transcode (SIGKILL mid-stream, restart) -> files -> lake with the full changelog -> replay as
+    another protocol -> second lake: both lakes equal upstream; the restart sent again at most a micro-batch."""
+    from changefeed.errors import ChangefeedError
+    from changefeed.linecodec import topic_records
+    from changefeed.sinkconfig import parse_sink_uri
+
+    events = list(generate(seed=29, transactions=150))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"transcode-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    cli = [sys.executable, "-m", "changefeed.cli"]
+    subprocess.run([*cli, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    out_dir = tmp_path / "out"
+    sink = f"file://{out_dir}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=2"
+    cp = tmp_path / "cp"
+    cmd = [*cli, "transcode", "--from", uri, "--sink-uri", sink, "--checkpoint", str(cp),
+           "--max-records-per-trigger", "60"]
+    proc = subprocess.Popen([*cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if (cp / "producer-state.json").exists() and WriterState.load(str(cp)).batches >= 2:
+                break
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+            time.sleep(0.1)
+        else:
+            pytest.fail("the transcode sent no micro-batch in 240 s")
+        time.sleep(1.5)  # somewhere inside a later micro-batch
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    killed_at = WriterState.load(str(cp)).batches
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "transcoded" in done.stderr
+    assert killed_at < WriterState.load(str(cp)).batches  # the restart went on
+
+    source = decoded(tmp_path, "", "canal-json", CANAL, topic_records(parse_sink_uri(uri)))
+    unique = changes_of([e for _, _, e in source])
+    sent = changes_of([e for _, _, e in decoded(out_dir, "t", "canal-json", CANAL) if e.is_row])
+    assert set(sent) == {k for k in unique if not k.startswith(b'["ddl"')}  # nothing lost, nothing else
+    rows = sum(v for k, v in unique.items() if not k.startswith(b'["ddl"'))
+    again = sum(sent.values()) - rows
+    assert again <= 60, f"{again} changes sent again: more than the micro-batch the kill interrupted"
+
+    lake1, lake2 = tmp_path / "lake1", tmp_path / "lake2"
+    q = apply_changes(read_changes(spark, f"file://{out_dir}/t", "canal-json", CANAL, schema_store=str(lake1 / "_s")),
+                      str(lake1), checkpoint=str(lake1 / "_cp"), changelog="full")
+    q.awaitTermination()
+    expected = final_state(events)
+    lake_equals(spark, lake1, expected)  # each change landed once, though some came twice
+
+    rep = replay(spark, str(lake1), f"file://{tmp_path}/again/d?protocol=simple&partition-num=2")
+    assert rep.events >= rows
+    check_order(decoded(tmp_path / "again", "d", "simple", {}))
+    q = apply_changes(read_changes(spark, f"file://{tmp_path}/again/d", "simple", {}, schema_store=str(lake2 / "_s")),
+                      str(lake2), checkpoint=str(lake2 / "_cp"))
+    q.awaitTermination()
+    lake_equals(spark, lake2, expected)
+    with pytest.raises(ChangefeedError, match="--changelog full"):  # lake2's changelog is the minimal one
+        replay(spark, str(lake2), f"file://{tmp_path}/again/e?protocol=simple")
 
 
 def test_a_delta_change_data_feed_published_to_kafka_as_canal_json(spark, kafka_broker: str, tmp_path: Path) -> None:
