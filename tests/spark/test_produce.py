@@ -86,6 +86,36 @@ def check_order(stream: list[tuple[int, int, Event]]) -> int:
     return n
 
 
+# Canal's FlatMessage, as the canal-json spec lists its fields (shared/specs/canal-json-protocol.zh.txt), with the
+# JSON type of each; `_tidb` is TiCDC's extension (enable-tidb-extension)
+FLAT_MESSAGE = {"id": int, "database": str, "table": str, "pkNames": (list, type(None)), "isDdl": bool, "type": str,
+                "es": int, "ts": int, "sql": str, "sqlType": (dict, type(None)), "mysqlType": (dict, type(None)),
+                "data": (list, type(None)), "old": (list, type(None)), "_tidb": dict}
+
+
+def check_envelopes(folder: Path, debezium: str, canal: str) -> None:
+    """A transcoded stream read by others' parsers: every Debezium value through Kafka Connect's own JsonConverter
+    (schemas.enable: exactly schema + payload, the payload's declared fields), every canal-json message with
+    exactly FlatMessage's fields and their JSON types."""
+    from tests.debezium.test_connect_interop import _connect, _declared
+
+    values = [r.value for r in read_topic(folder, debezium) if r.value is not None]
+    for ours, theirs in zip(values, _connect(values), strict=True):
+        msg = orjson.loads(ours)
+        assert set(msg) == {"schema", "payload"} and not theirs.startswith("ERROR"), theirs
+        assert orjson.loads(theirs) == _declared(msg["payload"], msg["schema"])
+    n = 0
+    for r in read_topic(folder, canal):
+        m = orjson.loads(r.value)
+        assert set(m) == set(FLAT_MESSAGE), (r.partition, r.offset, sorted(set(m) ^ set(FLAT_MESSAGE)))
+        bad = [k for k, t in FLAT_MESSAGE.items() if not isinstance(m[k], t) or t is int and isinstance(m[k], bool)]
+        assert not bad, (r.partition, r.offset, bad)
+        for image in (m["data"] or []) + (m["old"] or []):
+            assert all(isinstance(v, str | None) for v in image.values()), image
+        n += 1
+    assert n > 0 and values
+
+
 def transcode(spark, src: str, protocol: str, options: dict[str, str], sink: str, cp: Path) -> WriterState:
     query, writer = start_transcode(spark, src, protocol, options, sink, checkpoint=str(cp))
     query.awaitTermination()
@@ -153,6 +183,7 @@ def test_a_transcode_killed_mid_stream_then_transcoded_back_and_replayed_from_th
     again = sum(n for k, n in got.items() if not k.startswith(b'["ddl"')) - rows
     assert again <= per, f"{again} changes sent again: more than the micro-batch the kill interrupted"
     assert check_order(out) > 0  # watermarks where they may be, none before a change they cover
+    check_envelopes(s, "b", "c")
 
     lake1, lake2 = tmp_path / "lake1", tmp_path / "lake2"
     q = apply_changes(read_changes(spark, f"file://{s}/c", "canal-json", CANAL, schema_store=str(lake1 / "_s")),
