@@ -8,16 +8,16 @@ from changefeed.canal import CanalJSONDecoder
 from changefeed.model import Kind
 
 
-def ddl(query: str, table: str = "t", etype: str = "CREATE") -> bytes:
+def ddl(query: str, table: str = "t", etype: str = "CREATE", ms: int = 5) -> bytes:
     return orjson.dumps({"id": 0, "database": "d", "table": table, "pkNames": None, "isDdl": True, "type": etype,
                          "es": 1, "ts": 1, "sql": query, "sqlType": None, "mysqlType": None, "data": None,
-                         "old": None, "_tidb": {"commitTs": 5 << 18}})
+                         "old": None, "_tidb": {"commitTs": ms << 18}})
 
 
-def insert(data: dict, mysql_types: dict, pk=("id",)) -> bytes:
+def insert(data: dict, mysql_types: dict, pk=("id",), ms: int = 6) -> bytes:
     return orjson.dumps({"id": 0, "database": "d", "table": "t", "pkNames": list(pk), "isDdl": False,
                          "type": "INSERT", "es": 1, "ts": 1, "sql": "", "sqlType": {}, "mysqlType": mysql_types,
-                         "old": None, "data": [data], "_tidb": {"commitTs": 6 << 18}})
+                         "old": None, "data": [data], "_tidb": {"commitTs": ms << 18}})
 
 
 CREATE = ("CREATE TABLE `d`.`t` (`id` int NOT NULL, `e` enum('x','y') NOT NULL DEFAULT 'y', "
@@ -63,3 +63,29 @@ def test_a_missed_ddl_falls_back_to_the_message():
     # a type that disagrees is not trusted either
     [ev] = dec.decode(insert(ROW, dict(TYPES, v="int")) .replace(b'"v":"hi"', b'"v":"7"'))
     assert ev.table.by_name["v"].type.name == "int" and ev.after["v"] == 7
+
+
+def test_a_ddl_sent_again_is_not_applied_twice():
+    """A DDL's copy (a producer's retry, a transcode restarted, a lagging partition's copy forwarded): applied
+    again, RENAME COLUMN would not fit and the table would be forgotten (its enum/set members with it: the
+    issue-40 bug). The copy gives the same definitions, and rows between the copies keep the full ones."""
+    dec = CanalJSONDecoder()
+    dec.decode(ddl(CREATE))
+    rename = ddl("ALTER TABLE `d`.`t` RENAME COLUMN `v` TO `w`", etype="ALTER", ms=7)
+    [first] = dec.decode(rename)
+    renamed = {"id": "int", "e": "enum", "s": "set", "w": "varchar"}
+    row = {"id": "1", "e": "2", "s": "3", "w": "hi"}
+    [again] = dec.decode(rename)
+    assert again.table is first.table and again.pre_table is first.pre_table
+    [ev] = dec.decode(insert(row, renamed, ms=8))
+    assert ev.table is first.table and ev.table.by_name["s"].type.elements == ("a", "b")
+    drop = ddl("ALTER TABLE `d`.`t` DROP COLUMN `e`", etype="ALTER", ms=9)
+    dec.decode(drop)
+    # a restart sends both again, with a row of the shape between them
+    [r2] = dec.decode(rename)
+    assert r2.table is first.table
+    [ev] = dec.decode(insert(row, renamed, ms=8))
+    assert ev.table is first.table and ev.after["s"] == 3
+    [d2] = dec.decode(drop)
+    [ev] = dec.decode(insert({"id": "2", "s": "1", "w": "x"}, {"id": "int", "s": "set", "w": "varchar"}, ms=10))
+    assert ev.table is d2.table and ev.table.by_name["s"].type.elements == ("a", "b")

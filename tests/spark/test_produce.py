@@ -1,28 +1,35 @@
-"""Spark as the producer (spark/produce.py, spark/transcode.py): canal-json -> debezium -> canal-json through two
-streaming transcodes gives back the source's changes and DDL, in commit order per key with watermarks only past
-what every partition sent; the transcoded stream, consumed into a lake with the full changelog, replayed as
-another protocol and consumed into a second lake, equals upstream; a transcode killed (SIGKILL) mid-stream and
-restarted leaves a stream the consumer lands exactly once."""
+"""Spark as the producer (spark/produce.py, spark/transcode.py): canal-json -> debezium (a transcode SIGKILLed
+mid-stream and restarted) -> canal-json through two streaming transcodes gives back the source's changes and DDL,
+in commit order per key with watermarks only past what every partition sent; the transcoded stream, consumed into
+a lake with the full changelog, replayed as another protocol and consumed into a second lake, equals upstream
+(each change landed exactly once). One test for all of it: a Spark streaming query costs seconds per micro-batch."""
 
 from __future__ import annotations
 
 import collections
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from changefeed.codecs import make_decoder
 from changefeed.config import build_config
 from changefeed.eventline import EventWriter
 from changefeed.model import Event, Kind
-from changefeed.spark.transcode import WriterState, start_transcode
+from changefeed.spark.pipeline import apply_changes, read_changes
+from changefeed.spark.transcode import WriterState, replay, start_transcode
 from changefeed.transport.files import read_topic
+from changefeed.upstream import final_state
 from changefeed.workload import generate
 
-from .test_pipeline import produce
+from ..conftest import ROOT
+from .test_pipeline import lake_equals
 
 CANAL = {"enable-tidb-extension": "true"}
 
@@ -79,6 +86,36 @@ def check_order(stream: list[tuple[int, int, Event]]) -> int:
     return n
 
 
+# Canal's FlatMessage, as the canal-json spec lists its fields (shared/specs/canal-json-protocol.zh.txt), with the
+# JSON type of each; `_tidb` is TiCDC's extension (enable-tidb-extension)
+FLAT_MESSAGE = {"id": int, "database": str, "table": str, "pkNames": (list, type(None)), "isDdl": bool, "type": str,
+                "es": int, "ts": int, "sql": str, "sqlType": (dict, type(None)), "mysqlType": (dict, type(None)),
+                "data": (list, type(None)), "old": (list, type(None)), "_tidb": dict}
+
+
+def check_envelopes(folder: Path, debezium: str, canal: str) -> None:
+    """A transcoded stream read by others' parsers: every Debezium value through Kafka Connect's own JsonConverter
+    (schemas.enable: exactly schema + payload, the payload's declared fields), every canal-json message with
+    exactly FlatMessage's fields and their JSON types."""
+    from tests.debezium.test_connect_interop import _connect, _declared
+
+    values = [r.value for r in read_topic(folder, debezium) if r.value is not None]
+    for ours, theirs in zip(values, _connect(values), strict=True):
+        msg = orjson.loads(ours)
+        assert set(msg) == {"schema", "payload"} and not theirs.startswith("ERROR"), theirs
+        assert orjson.loads(theirs) == _declared(msg["payload"], msg["schema"])
+    n = 0
+    for r in read_topic(folder, canal):
+        m = orjson.loads(r.value)
+        assert set(m) == set(FLAT_MESSAGE), (r.partition, r.offset, sorted(set(m) ^ set(FLAT_MESSAGE)))
+        bad = [k for k, t in FLAT_MESSAGE.items() if not isinstance(m[k], t) or t is int and isinstance(m[k], bool)]
+        assert not bad, (r.partition, r.offset, bad)
+        for image in (m["data"] or []) + (m["old"] or []):
+            assert all(isinstance(v, str | None) for v in image.values()), image
+        n += 1
+    assert n > 0 and values
+
+
 def transcode(spark, src: str, protocol: str, options: dict[str, str], sink: str, cp: Path) -> WriterState:
     query, writer = start_transcode(spark, src, protocol, options, sink, checkpoint=str(cp))
     query.awaitTermination()
@@ -87,23 +124,83 @@ def transcode(spark, src: str, protocol: str, options: dict[str, str], sink: str
     return writer.state
 
 
-def test_two_transcodes_give_back_the_source(spark, tmp_path: Path) -> None:
-    events = list(generate(seed=7, transactions=80))
-    s = tmp_path / "streams"
-    produce(tmp_path, f"file://{s}/a?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
-    source = decoded(s, "a", "canal-json", CANAL)
+def test_a_transcode_killed_mid_stream_then_transcoded_back_and_replayed_from_the_lake(spark, kafka_broker: str,
+                                                                                      tmp_path: Path) -> None:
+    """Kafka canal-json (DDL to every partition) -> transcode to debezium files, SIGKILLed mid-stream and restarted
+    -> transcode back to canal-json: the source's changes and DDL (each DDL once), in commit order per key, with
+    watermarks only past what every partition sent, the restart's re-sent part at most a micro-batch -> a lake
+    with the full changelog -> replayed as simple -> a second lake: both lakes equal upstream."""
+    from changefeed.errors import ChangefeedError
+    from changefeed.linecodec import topic_records
+    from changefeed.sinkconfig import parse_sink_uri
 
-    st1 = transcode(spark, f"file://{s}/a", "canal-json", CANAL, f"file://{s}/b?protocol=debezium&partition-num=2",
-                    tmp_path / "cp1")
-    st2 = transcode(spark, f"file://{s}/b", "debezium", {},
-                    f"file://{s}/c?protocol=canal-json&enable-tidb-extension=true&partition-num=3", tmp_path / "cp2")
-    assert st1.events > 0 and st2.events > 0
-    out = decoded(s, "c", "canal-json", CANAL)
-    want, got = changes_of([e for _, _, e in source]), changes_of([e for _, _, e in out])
-    assert set(got) == set(want), (list(set(want) - set(got))[:2], list(set(got) - set(want))[:2])
-    assert check_order(out) > 0  # watermarks where they may be, none before a change they cover
+    per = 100  # records per micro-batch: the most a restart sends again
+    events = list(generate(seed=29, transactions=150))
+    lines = tmp_path / "events.jsonl"
+    w = EventWriter()
+    lines.write_bytes(b"".join(w.line(e) + b"\n" for e in events))
+    topic = f"transcode-{os.getpid()}-{int(time.time())}"
+    uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&enable-tidb-extension=true&partition-num=3"
+    cli = [sys.executable, "-m", "changefeed.cli"]
+    subprocess.run([*cli, "produce", "--sink-uri", uri, "--input", str(lines), "--ddl-to-all-partitions"],
+                   check=True, cwd=ROOT, capture_output=True)
+    s = tmp_path / "streams"
+    cp = tmp_path / "cp"
+    cmd = [*cli, "transcode", "--from", uri, "--sink-uri", f"file://{s}/b?protocol=debezium&partition-num=2",
+           "--checkpoint", str(cp), "--max-records-per-trigger", str(per)]
+    proc = subprocess.Popen([*cmd, "--trigger", "processing-time=1 second"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if (cp / "producer-state.json").exists() and WriterState.load(str(cp)).batches >= 2:
+                break
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+            time.sleep(0.1)
+        else:
+            pytest.fail("the transcode sent no micro-batch in 240 s")
+        time.sleep(1.5)  # somewhere inside a later micro-batch
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    killed_at = WriterState.load(str(cp)).batches
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "transcoded" in done.stderr
+    assert killed_at < WriterState.load(str(cp)).batches  # the restart went on
     check_order(decoded(s, "b", "debezium", {}))
 
+    st = transcode(spark, f"file://{s}/b", "debezium", {},
+                   f"file://{s}/c?protocol=canal-json&enable-tidb-extension=true&partition-num=3", tmp_path / "cp2")
+    assert st.events > 0
+    source = changes_of([e for _, _, e in decoded(tmp_path, "", "canal-json", CANAL,
+                                                  topic_records(parse_sink_uri(uri)))])
+    out = decoded(s, "c", "canal-json", CANAL)
+    got = changes_of([e for _, _, e in out])
+    assert set(got) == set(source), (list(set(source) - set(got))[:2], list(set(got) - set(source))[:2])
+    assert all(n == 1 for k, n in got.items() if k.startswith(b'["ddl"')), "a DDL sent twice"
+    rows = sum(n for k, n in source.items() if not k.startswith(b'["ddl"'))
+    again = sum(n for k, n in got.items() if not k.startswith(b'["ddl"')) - rows
+    assert again <= per, f"{again} changes sent again: more than the micro-batch the kill interrupted"
+    assert check_order(out) > 0  # watermarks where they may be, none before a change they cover
+    check_envelopes(s, "b", "c")
+
+    lake1, lake2 = tmp_path / "lake1", tmp_path / "lake2"
+    q = apply_changes(read_changes(spark, f"file://{s}/c", "canal-json", CANAL, schema_store=str(lake1 / "_s")),
+                      str(lake1), checkpoint=str(lake1 / "_cp"), changelog="full")
+    q.awaitTermination()
+    expected = final_state(events)
+    lake_equals(spark, lake1, expected)  # each change landed once, though some came twice
+
+    rep = replay(spark, str(lake1), f"file://{s}/d?protocol=simple&partition-num=2")
+    assert rep.events >= rows
+    check_order(decoded(s, "d", "simple", {}))
+    q = apply_changes(read_changes(spark, f"file://{s}/d", "simple", {}, schema_store=str(lake2 / "_s")),
+                      str(lake2), checkpoint=str(lake2 / "_cp"))
+    q.awaitTermination()
+    lake_equals(spark, lake2, expected)
+    with pytest.raises(ChangefeedError, match="--changelog full"):  # lake2's changelog is the minimal one
+        replay(spark, str(lake2), f"file://{s}/e?protocol=simple")
 
 
 def test_a_delta_change_data_feed_published_to_kafka_as_canal_json(spark, kafka_broker: str, tmp_path: Path) -> None:

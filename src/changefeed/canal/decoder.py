@@ -87,6 +87,8 @@ class CanalJSONDecoder:
         self._tracker = SchemaTracker()  # table definitions learnt from the DDL in the stream
         self._fast: dict[tuple[str, str], _Shape] = {}  # the last full-row shape of each table
         self._history: dict[tuple[str, str], list[TableInfo]] = {}
+        # the DDL applied, by (commit ts, database, table, statement): a copy sent again is not applied twice
+        self._applied: dict[tuple[int, str, str, str], tuple[TableInfo | None, TableInfo | None]] = {}
         self._compression = self.config.large_message_handle_compression
 
     def remember(self, t: TableInfo) -> None:
@@ -214,6 +216,13 @@ class CanalJSONDecoder:
         if not isinstance(schema, str) or not isinstance(table, str):
             raise self._fail(raw, "database", "database and table must be strings")
         action = action_from_canal(etype, query)
+        commit_ts = self._commit_ts(msg, raw, tidb)
+        key = (commit_ts, schema, table, query)
+        done = self._applied.get(key)
+        if done is not None:  # a copy of a DDL this decoder applied (a producer's retry, a restarted transcode):
+            # applied again it would not fit (RENAME COLUMN of a column renamed) and the table would be forgotten
+            return Event(kind=Kind.DDL, commit_ts=commit_ts, query=query, ddl_type=action, table=done[1],
+                         pre_table=done[0])
         self._forget(schema, table)
         try:
             before, after = self._tracker.apply(query, default_schema=schema)
@@ -221,14 +230,18 @@ class CanalJSONDecoder:
             before = after = None  # the statement does not fit what we know: fall back to the message
             if table:
                 self._tracker.forget(schema, table)
-        ev = Event(kind=Kind.DDL, commit_ts=self._commit_ts(msg, raw, tidb), query=query, ddl_type=action,
-                   table=after, pre_table=before)
+        ev = Event(kind=Kind.DDL, commit_ts=commit_ts, query=query, ddl_type=action, table=after, pre_table=before)
+        if after is not None and after.columns:  # rows of a copy sent again may follow in this shape
+            self._history.setdefault((after.schema, after.table), []).append(after)
         if before is None and after is None:
             t = TableInfo(schema=schema, table=table)
             if drops(action):
                 ev.pre_table = t
             else:
                 ev.table = t
+        if len(self._applied) >= 4096:
+            self._applied.pop(next(iter(self._applied)))  # the oldest
+        self._applied[key] = (ev.pre_table, ev.table)
         return ev
 
     def _forget(self, schema: str, table: str) -> None:

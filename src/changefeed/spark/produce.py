@@ -41,6 +41,15 @@ ROUTED_SCHEMA = ("kind string, database string, `table` string, commit_ts long, 
 SENT_SCHEMA = "_tid int, events long, messages long"
 
 
+def ddl_key(commit_ts: int, database: str | None, table: str | None, query: str | None) -> str:
+    """A DDL's identity across micro-batches (its copies from each source partition, a batch run again):
+    commit ts first, the statement as a digest (the key is kept in the writer's state file)."""
+    import hashlib
+
+    digest = hashlib.sha1((query or "").encode()).hexdigest()[:16]
+    return f"{int(commit_ts)}/{database or ''}/{table or ''}/{digest}"
+
+
 @dataclass(frozen=True)
 class SinkPlan:
     """What every task needs to open the sink: plain data, pickled to the executors."""
@@ -122,9 +131,10 @@ def _rows(batch: pa.RecordBatch, names: tuple[str, ...]) -> list[tuple]:
     return list(zip(*cols, strict=True))
 
 
-def route_stage(plan: SinkPlan, book: DefBook, dialect: str, targets: Targets
+def route_stage(plan: SinkPlan, book: DefBook, dialect: str, targets: Targets, sent_ddl: frozenset[str] = frozenset()
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Stage one (executors): each change row with the number of each target it goes to."""
+    """Stage one (executors): each change row with the number of each target it goes to (none: a DDL in
+    `sent_ddl`, which an earlier micro-batch sent)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
@@ -137,6 +147,8 @@ def route_stage(plan: SinkPlan, book: DefBook, dialect: str, targets: Targets
             take: list[int] = []
             tids: list[int] = []
             for i, row in enumerate(_rows(batch, EVENT_COLUMNS)):
+                if sent_ddl and row[0] == "ddl" and ddl_key(row[3], row[1], row[2], row[8]) in sent_ddl:
+                    continue
                 ev = router.column_selector.apply(rb.event(row))
                 if ev.kind is Kind.DDL:
                     topic = topic_of(ev, router, cfg)
@@ -281,6 +293,10 @@ class Survey:
     def last_ts(self) -> int | None:
         return max((r["hi"] for r in self.rows if r["kind"] in SENT_KINDS and r["hi"] is not None), default=None)
 
+    def ddl_keys(self) -> set[str]:
+        """The DDL the changes hold (`ddl_key`)."""
+        return {ddl_key(r["lo"], r["database"], r["table"], r["ddl"]) for r in self.rows if r["kind"] == "ddl"}
+
     def partition_ts(self, watermarks: bool) -> dict[str, int]:
         """Per source partition ("topic/partition"): its last watermark, or its last change's commit ts."""
         out: dict[str, int] = {}
@@ -299,7 +315,8 @@ def survey(df: DataFrame) -> Survey:
     from pyspark.sql import functions as F
 
     rows = (df.where("kind <> 'error'")
-            .groupBy("topic", "partition", "kind", "database", "table", "schema_version", "table_def", "pre_table_def")
+            .groupBy("topic", "partition", "kind", "database", "table", "schema_version", "table_def", "pre_table_def",
+                     "ddl")
             .agg(F.min("commit_ts").alias("lo"), F.max("commit_ts").alias("hi")).collect())
     return Survey(rows)
 
@@ -344,8 +361,8 @@ def plan_targets(plan: SinkPlan, tables: list[tuple[str | None, str | None]], kn
 def write_changes(df: DataFrame, sink_uri: str, *, config: str | Path | None = None,
                   resolved: int | str | None = "complete", ddl_to_all_partitions: bool = False,
                   watermark_interval_ms: int = 1000, dialect: str | None = None, book: DefBook | None = None,
-                  targets: Targets | None = None, floor: int | None = None, seen: Survey | None = None
-                  ) -> WriteReport:
+                  targets: Targets | None = None, floor: int | None = None, seen: Survey | None = None,
+                  sent_ddl: frozenset[str] = frozenset()) -> WriteReport:
     """Send a (batch) DataFrame of changes to a sink URI (`kafka://...` or `file:///...`, any protocol),
     encoded on the executors, routed and partitioned as TiCDC routes them, in commit order per partition.
 
@@ -354,7 +371,8 @@ def write_changes(df: DataFrame, sink_uri: str, *, config: str | Path | None = N
     `dialect`: the text of the images ("canal" for a plain canal-json stream's, else "text"; by default
     what `read_changes` gave). `book`, `targets`: what earlier micro-batches learnt (the report's `plan` is the
     next one's `targets`); `floor`: the watermark they sent last (none at or below it is sent again); `seen`: the
-    changes' `survey`, when the caller made it already."""
+    changes' `survey`, when the caller made it already; `sent_ddl`: the DDL earlier micro-batches sent (`ddl_key`),
+    not sent again (a DDL comes once per source partition, not always in the same micro-batch)."""
     from pyspark.sql import functions as F
 
     plan = SinkPlan(sink_uri, str(config) if config else None, ddl_to_all_partitions, watermark_interval_ms)
@@ -370,7 +388,7 @@ def write_changes(df: DataFrame, sink_uri: str, *, config: str | Path | None = N
     rep.resolved = resolved
     spark = df.sparkSession
     ids = targets.ids()
-    routed = changes.mapInArrow(route_stage(plan, book, dialect, targets), ROUTED_SCHEMA)
+    routed = changes.mapInArrow(route_stage(plan, book, dialect, targets, frozenset(sent_ddl)), ROUTED_SCHEMA)
     if resolved is not None and floor is not None and resolved <= floor:
         resolved = None  # nothing new is complete
     if resolved is not None:  # every target partition gets the watermark, after its changes at or before it

@@ -39,6 +39,7 @@ class WriterState:
     heads: dict[str, int] = field(default_factory=dict)  # "topic/partition" -> the latest commit ts seen
     floor: int | None = None  # the last watermark sent
     defs: list[list[Any]] = field(default_factory=list)  # the upstream's definitions seen (DefBook.upstream)
+    ddl: list[str] = field(default_factory=list)  # the DDL sent (produce.ddl_key) that a source copy may still follow
     events: int = 0
     messages: int = 0
     batches: int = 0
@@ -46,7 +47,9 @@ class WriterState:
     @classmethod
     def load(cls, folder: str | None) -> WriterState:
         if folder and not folder.startswith(("s3a:", "s3:")) and (Path(folder) / STATE_FILE).is_file():
-            return cls(**orjson.loads((Path(folder) / STATE_FILE).read_bytes()))
+            known = set(cls.__dataclass_fields__)
+            return cls(**{k: v for k, v in orjson.loads((Path(folder) / STATE_FILE).read_bytes()).items()
+                          if k in known})
         return cls()
 
     def save(self, folder: str | None) -> None:
@@ -88,20 +91,39 @@ class ChangeWriter:
         seen = [self.state.heads[k] - 1 for k in parts if k in self.state.heads]
         return min(seen) if seen else None
 
+    def low_water(self) -> int | None:
+        """The commit ts every source partition had reached before this micro-batch (None: one has sent nothing
+        yet): a copy of a DDL arrives in this micro-batch or a later one, at or after it."""
+        parts = [f"{t}/{p}" for t, n in self.source_partitions().items() for p in range(n)]
+        if not parts or any(k not in self.state.heads for k in parts):
+            return None
+        return min(self.state.heads[k] for k in parts)
+
+    @staticmethod
+    def still_followed(keys: set[str], low: int | None, cap: int = 10_000) -> list[str]:
+        """The DDL keys a copy may still come after (a micro-batch run again after a restart included: `low`
+        is taken before it), at most `cap` of them, the latest."""
+        kept = sorted(keys, key=lambda k: int(k.split("/", 1)[0]))
+        if low is not None:
+            kept = [k for k in kept if int(k.split("/", 1)[0]) >= low]
+        return kept[-cap:]
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         batch = batch.persist()
         try:
             seen = survey(batch)
             st = self.state
+            low = self.low_water()
             for book, marks in ((st.marks, True), (st.heads, False)):
                 for key, ts in seen.partition_ts(marks).items():
                     book[key] = max(book.get(key, -1), ts)
             rep = write_changes(batch, self.sink_uri, config=self.config, resolved=self.resolved(),
                                 ddl_to_all_partitions=self.ddl_to_all, watermark_interval_ms=self.interval,
                                 dialect=self.dialect, book=self.book, targets=self.targets, floor=st.floor,
-                                seen=seen)
+                                seen=seen, sent_ddl=frozenset(st.ddl))
         finally:
             batch.unpersist()
+        st.ddl = self.still_followed(set(st.ddl) | seen.ddl_keys(), low)
         self.targets = rep.plan
         if rep.resolved is not None:
             st.floor = rep.resolved
