@@ -140,11 +140,16 @@ def _read_table(store: Any, path: str) -> DataFrame:
             plain = None
     if plain is None:
         return store.read(path)
+    from pyspark.sql import functions as F
+
     schema = T.StructType.fromJson(json.loads(plain.schema_json))
+    phys = plain.physical() or {}  # column mapping: the files name each column by its physical name
+    stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
     # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for more
     # than 32 paths)
     with store.session_conf("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000"):
-        return store.spark.read.schema(schema).parquet(*[f"{path}/{unquote(rel)}" for rel in plain.files])
+        df = store.spark.read.schema(stored).parquet(*[f"{path}/{unquote(rel)}" for rel in plain.files])
+    return df.select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields]) if phys else df
 
 
 def _hashes(df: DataFrame, i: int, side: str) -> DataFrame:
