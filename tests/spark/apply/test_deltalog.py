@@ -83,6 +83,10 @@ def test_a_table_with_column_mapping_by_name_may_be_rewritten_under_its_physical
     assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, mapped, []) is None
     assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping"],
                     "writerFeatures": ["columnMapping", "invariants", "appendOnly"]}, mapped, []) is None
+    # what Delta makes of a table with TIMESTAMP_NTZ columns (table features) when column mapping comes on
+    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz", "columnMapping"],
+                    "writerFeatures": ["checkConstraints", "generatedColumns", "timestampNtz", "invariants",
+                                       "changeDataFeed", "appendOnly", "columnMapping"]}, mapped, []) is None
     # writer 5 allows more than column mapping: each is looked for
     generated = MAPPED_SCHEMA.replace('"delta.columnMapping.id":3,', '"delta.generationExpression":"id + 1",'
                                       '"delta.columnMapping.id":3,')

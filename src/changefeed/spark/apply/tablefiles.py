@@ -64,9 +64,10 @@ def field_ids(schema_json: str) -> dict[str, int]:
 # table features whose files any writer writes alike, with nothing kept in the log (TIMESTAMP_NTZ: a column type;
 # column mapping in name mode: the physical names are in the schema, which a rewrite keeps, see `physical_names`)
 REWRITABLE_FEATURES = frozenset({"timestampNtz", "columnMapping"})
-# writer features a protocol upgrade to table features lists for what writer version 2 had (appendOnly and column
-# invariants: both looked for below, in the properties and the schema)
-_LEGACY_WRITER = frozenset({"appendOnly", "invariants"})
+# writer features a protocol upgrade to table features lists for what writer versions 2 to 5 had (appendOnly,
+# column invariants, CHECK constraints, CDF, generated columns): each only supported until a property or the schema
+# uses it, which is looked for below (a table with TIMESTAMP_NTZ columns given column mapping lists them all)
+_LEGACY_WRITER = frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"})
 
 
 def refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[str, Any]]) -> str | None:
