@@ -6,9 +6,18 @@
 runs it; after --minutes it gets SIGTERM (its source stops at a transaction boundary, what it sent is applied
 and verified, exit 0). Sampled every --interval seconds: the end-to-end lag of the micro-batches completed since
 the last sample (from run's batch lines), the resident memory of the driver's Python process and of Spark's JVM
-(local mode: the driver and its executors), and per table (and the bronze changelog) its data files and its
-Delta log entries. Printed: the timeline, then the first tenth of the run against the last tenth (lag and memory:
-their means; files and log entries: how many a minute each tenth added). Issue 37: the last tenth no worse.
+(local mode: the driver and its executors), and per table (and the bronze changelog) the data files of its current
+snapshot (live files: what a reader lists) and the log entries since its last checkpoint (what a reader replays).
+Files on disk grow by design without `--vacuum-retention` (removed files stay until a VACUUM; log files for the
+30 days of `delta.logRetentionDuration`): the last sample's are printed for reference. The JVM's heap after a full
+GC (`jcmd GC.run`, then `jstat -gc`) is read at the end of the first tenth and at the end: a resident size that
+grows while that figure holds is the heap growing into its limit, not a leak.
+Printed: the timeline, then the first tenth of the run against the last tenth (lag and memory: their means; live
+files and log entries since a checkpoint: the last tenth's most against the first half's most: held, not growing).
+Issue 37: the last tenth no worse.
+
+    --transactions N: the workload's length (default: more than the run sends); its DDL fall at fixed fractions of
+    it (`workload.LATER`: the RENAME COLUMN of app.users at 0.35), so N sets when they come.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -25,6 +35,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 LAG = re.compile(r"^batch \d+: .*, lag ([0-9.]+) s")
@@ -36,7 +48,7 @@ class Sample:
     lags: list[float]
     python_mb: float
     jvm_mb: float
-    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (data files, log entries)
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (live files, log since checkpoint)
 
 
 def tree(pid: int) -> list[int]:
@@ -82,30 +94,85 @@ def memory(pid: int) -> tuple[float, float]:
     return py, jvm
 
 
-def lake_files(lake: Path) -> dict[str, tuple[int, int]]:
-    """Per table (db.table, and the changelog): data files, Delta log entries."""
-    out = {}
+def _tables(lake: Path) -> dict[str, Path]:
+    """The lake's Delta tables (db.table) and the changelog."""
     tables = [lake / "_changefeed" / "changelog"]
     if lake.is_dir():
         tables += [t for db in lake.iterdir() if db.is_dir() and not db.name.startswith("_")
                    for t in db.iterdir() if (t / "_delta_log").is_dir()]
-    for t in tables:
-        log = t / "_delta_log"
-        if not log.is_dir():
+    return {("changelog" if t.name == "changelog" else f"{t.parent.name}.{t.name}"): t
+            for t in tables if (t / "_delta_log").is_dir()}
+
+
+def _since_checkpoint(log: Path) -> int:
+    """Commit files after the table's last checkpoint (all of them when it has none)."""
+    try:
+        last = int(orjson.loads((log / "_last_checkpoint").read_bytes())["version"])
+    except (OSError, ValueError, KeyError):
+        last = -1
+    return sum(1 for p in log.iterdir() if p.suffix == ".json" and p.stem.isdigit() and int(p.stem) > last)
+
+
+def lake_files(lake: Path) -> dict[str, tuple[int, int]]:
+    """Per table (db.table, and the changelog): live data files of its latest snapshot (delta-rs), log entries
+    since its last checkpoint."""
+    from deltalake import DeltaTable
+
+    out = {}
+    for name, t in _tables(lake).items():
+        try:
+            live = len(DeltaTable(str(t)).file_uris())
+            out[name] = (live, _since_checkpoint(t / "_delta_log"))
+        except Exception:  # noqa: BLE001 - a table dropped or renamed while read: left out of this sample
             continue
+    return out
+
+
+def disk_files(lake: Path) -> dict[str, tuple[int, int]]:
+    """Per table: Parquet files on disk and log files on disk (growing by design without VACUUM)."""
+    out = {}
+    for name, t in _tables(lake).items():
+        log = t / "_delta_log"
         data = sum(1 for p in t.rglob("*.parquet") if "_delta_log" not in p.parts)
         entries = sum(1 for p in log.iterdir() if p.suffix in (".json", ".parquet") or p.name == "_last_checkpoint")
-        name = "changelog" if t.name == "changelog" else f"{t.parent.name}.{t.name}"
         out[name] = (data, entries)
     return out
 
 
-def soak(minutes: float, rate: int, interval: float, work: Path) -> tuple[list[Sample], int, str]:
-    transactions = int(rate * minutes * 60)  # more than it can send in the time (a transaction has 1 to 4 rows)
+def jvm_pid(pid: int) -> int | None:
+    for p in tree(pid):
+        try:
+            if "java" in Path(os.readlink(f"/proc/{p}/exe")).name:
+                return p
+        except OSError:
+            continue
+    return None
+
+
+def heap_after_gc(pid: int | None) -> float | None:
+    """MB of the JVM's heap in use right after a full GC (`jcmd GC.run`, then `jstat -gc`): what it holds."""
+    if pid is None or shutil.which("jcmd") is None or shutil.which("jstat") is None:
+        return None
+    try:
+        subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120, check=True)
+        out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True, timeout=60,
+                             check=True).stdout.split("\n")
+        head, vals = out[0].split(), out[1].split()
+        row = dict(zip(head, vals, strict=False))
+        return sum(float(row.get(k, 0)) for k in ("S0U", "S1U", "EU", "OU")) / 1024
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return None
+
+
+def soak(minutes: float, rate: int, interval: float, work: Path,
+         transactions: int | None = None) -> tuple[list[Sample], int, str, dict[str, float | None]]:
+    # more than it can send in the time (a transaction has 1 to 4 rows), unless told
+    transactions = transactions or int(rate * minutes * 60)
     cmd = [sys.executable, "-m", "changefeed.cli", "run", "--rate", str(rate), "--transactions", str(transactions),
            "--work", str(work)]
     log = work.parent / "soak-run.log"
     lags: list[float] = []
+    heap: dict[str, float | None] = {}
     with open(log, "w") as err:
         proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.PIPE, text=True)
 
@@ -113,6 +180,7 @@ def soak(minutes: float, rate: int, interval: float, work: Path) -> tuple[list[S
             assert proc.stderr is not None
             for line in proc.stderr:
                 err.write(line)
+                err.flush()
                 m = LAG.match(line)
                 if m:
                     lags.append(float(m.group(1)))
@@ -130,11 +198,17 @@ def soak(minutes: float, rate: int, interval: float, work: Path) -> tuple[list[S
             py, jvm = memory(proc.pid)
             samples.append(Sample(time.monotonic() - start, lags[seen:], py, jvm, lake_files(work / "lake")))
             seen = len(lags)
+            if "first tenth" not in heap and time.monotonic() - start >= minutes * 6:
+                heap["first tenth"] = heap_after_gc(jvm_pid(proc.pid))
+        heap["end"] = heap_after_gc(jvm_pid(proc.pid)) if proc.poll() is None else None
+        disk = disk_files(work / "lake")
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # the source stops; what it sent is applied and verified
         rc = proc.wait()
         reader.join(10)
-    return samples, rc, log.read_text()
+    print("on disk at the end (data files/log files; no VACUUM, 30 days of log retention): "
+          + ", ".join(f"{n} {a}/{b}" for n, (a, b) in sorted(disk.items())))
+    return samples, rc, log.read_text(), heap
 
 
 def tenths(samples: list[Sample]) -> tuple[list[Sample], list[Sample]]:
@@ -142,11 +216,11 @@ def tenths(samples: list[Sample]) -> tuple[list[Sample], list[Sample]]:
     return samples[:n], samples[-n:]
 
 
-def report(samples: list[Sample], minutes: float, rate: int) -> bool:
+def report(samples: list[Sample], minutes: float, rate: int, heap: dict[str, float | None]) -> bool:
     print(f"soak: `changefeed run --rate {rate}` for {minutes:g} min, {len(samples)} samples")
     names = sorted({k for s in samples for k in s.files})
     head = f"{'s':>6} {'lag p50':>8} {'py MB':>7} {'jvm MB':>7} " + " ".join(f"{n[:18]:>18}" for n in names)
-    print(head + "   (data files/log entries)")
+    print(head + "   (live files/log entries since the last checkpoint)")
     for s in samples:
         lag = f"{statistics.median(s.lags):.1f}" if s.lags else "-"
         cells = " ".join(f"{'/'.join(map(str, s.files.get(n, (0, 0)))):>18}" for n in names)
@@ -155,23 +229,21 @@ def report(samples: list[Sample], minutes: float, rate: int) -> bool:
         print("too few samples to compare the first and last tenth")
         return False
     first, last = tenths(samples)
+    half = samples[:max(1, len(samples) // 2)]
 
     def mean(xs: list[float]) -> float:
         return statistics.fmean(xs) if xs else 0.0
 
-    def per_minute(part: list[Sample], before: Sample | None, name: str, i: int) -> float:
-        t0, v0 = (before.at, before.files.get(name, (0, 0))[i]) if before else (0.0, 0)
-        t1, v1 = part[-1].at, part[-1].files.get(name, (0, 0))[i]
-        return (v1 - v0) / max((t1 - t0) / 60, 1e-9)
-
     rows = [("lag (s, mean)", mean([x for s in first for x in s.lags]), mean([x for s in last for x in s.lags])),
             ("python MB", mean([s.python_mb for s in first]), mean([s.python_mb for s in last])),
-            ("jvm MB", mean([s.jvm_mb for s in first]), mean([s.jvm_mb for s in last]))]
-    before_last = samples[-len(last) - 1] if len(samples) > len(last) else None
+            ("jvm MB (resident)", mean([s.jvm_mb for s in first]), mean([s.jvm_mb for s in last]))]
+    if heap.get("first tenth") is not None and heap.get("end") is not None:
+        rows.append(("jvm heap MB after a full GC", heap["first tenth"] or 0.0, heap["end"] or 0.0))
     for n in names:
-        rows.append((f"{n} files/min", per_minute(first, None, n, 0), per_minute(last, before_last, n, 0)))
-        rows.append((f"{n} log/min", per_minute(first, None, n, 1), per_minute(last, before_last, n, 1)))
-    print(f"{'':>32} {'first tenth':>12} {'last tenth':>12}  flat")
+        for i, what in ((0, "live files"), (1, "log since ckpt")):
+            rows.append((f"{n} {what} (most)", float(max(s.files.get(n, (0, 0))[i] for s in half)),
+                         float(max(s.files.get(n, (0, 0))[i] for s in last))))
+    print(f"{'':>32} {'first tenth':>12} {'last tenth':>12}  flat   (files: the first half's most)")
     flat = True
     for label, a, b in rows:
         ok = b <= a * 1.25 + 1.0  # within a quarter (and a unit) of the first tenth
@@ -185,14 +257,16 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--rate", type=int, default=250, help="events/s the source sends")
     ap.add_argument("--interval", type=float, default=None, help="seconds between samples (default: 1/40 of it)")
+    ap.add_argument("--transactions", type=int, default=None,
+                    help="the workload's length (its DDL come at fractions of it; default: more than it sends)")
     ap.add_argument("--work", type=Path, default=None, help="keep the run's folder here (default: a temporary one)")
     args = ap.parse_args()
     interval = args.interval or max(3.0, args.minutes * 60 / 40)
     with tempfile.TemporaryDirectory(prefix="changefeed-soak-") as tmp:
         work = args.work or Path(tmp) / "w"
         work.parent.mkdir(parents=True, exist_ok=True)
-        samples, rc, text = soak(args.minutes, args.rate, interval, work)
-        flat = report(samples, args.minutes, args.rate)
+        samples, rc, text, heap = soak(args.minutes, args.rate, interval, work, args.transactions)
+        flat = report(samples, args.minutes, args.rate, heap)
         tail = [line.strip(" │") for line in text.splitlines() if any(w in line for w in ("verify", "error:"))]
         print(f"run exited {rc}; " + ("; ".join(tail[-3:]) or "(no verification line)"))
         print("holds flat: " + ("yes" if flat else "NO"))

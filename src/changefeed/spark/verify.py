@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..eventline import EventReader, read_lines
 from ..model import Event, Kind
@@ -140,11 +140,16 @@ def _read_table(store: Any, path: str) -> DataFrame:
             plain = None
     if plain is None:
         return store.read(path)
+    from pyspark.sql import functions as F
+
     schema = T.StructType.fromJson(json.loads(plain.schema_json))
+    phys = plain.physical() or {}  # column mapping: the files name each column by its physical name
+    stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
     # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for more
     # than 32 paths)
     with store.session_conf("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000"):
-        return store.spark.read.schema(schema).parquet(*[f"{path}/{unquote(rel)}" for rel in plain.files])
+        df = store.spark.read.schema(stored).parquet(*[f"{path}/{unquote(rel)}" for rel in plain.files])
+    return df.select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields]) if phys else df
 
 
 def _hashes(df: DataFrame, i: int, side: str) -> DataFrame:
@@ -181,35 +186,58 @@ def _summaries(frames: list[DataFrame], chunk: int) -> dict[tuple[int, str], tup
 
 def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: int = 5,
            chunk: int = 500) -> VerifyReport:
-    """Every table's count and checksum on both sides in one pass (one aggregation per `chunk` tables, however many
-    tables), then the rows that differ only for the tables whose count, checksum or columns differ."""
+    """Every table's count and checksum on both sides in one pass (`verify_groups`: the expected rows of tables of
+    one shape as one relation, the plain local tables of one schema as one scan; one aggregation per `chunk`
+    frames), then the rows that differ only for the tables whose count, checksum or columns differ."""
     from ..spark.apply import ChangeApplier
+    from . import verify_groups as vg
 
     lake = lake_path(lake)
     probe = ChangeApplier(spark, lake)
     checks: list[TableCheck] = []
     frames: list[DataFrame] = []
-    compare: dict[int, tuple[DataFrame, DataFrame]] = {}
+    compared: set[int] = set()  # tables whose lake rows were read in the expected columns
     expected_paths = set()
-    for i, ((db, name), st) in enumerate(sorted(expected.tables.items())):
+    states = sorted(expected.tables.items())
+    shapes: dict[tuple, list[tuple[int, Any]]] = {}
+    grouped: dict[tuple, list[tuple[int, str, Any]]] = {}
+    for i, ((db, name), st) in enumerate(states):
         path = probe.path(db, name)
         expected_paths.add(path)
-        exp = expected_frame(spark, st)
         checks.append(TableCheck(f"{db}.{name}", len(st.rows), None))
-        frames.append(_hashes(exp, i, "upstream"))
+        sig = vg.signature(st.table)
+        if sig:
+            shapes.setdefault(sig, []).append((i, st))
+        else:
+            frames.append(_hashes(expected_frame(spark, st), i, "upstream"))
         if not probe.exists(path):
             checks[i].problem = f"no Delta table at {path}"
             continue
-        lake_df = _read_table(probe.store, path)
-        if END_AT in lake_df.columns:
-            lake_df = lake_df.where(f"{q(END_AT)} IS NULL").drop(START_AT, END_AT)
-        if set(lake_df.columns) != set(exp.columns):
-            checks[i].problem = (f"columns differ: lake has {sorted(lake_df.columns)}, upstream {sorted(exp.columns)}")
-            frames.append(_hashes(lake_df.select(), i, "lake"))
+        plain = _plain_files(probe.store, path)
+        if sig and plain is not None and vg.lake_columns(plain) == {n for n, _ in sig}:
+            grouped.setdefault((plain.schema_json, repr(plain.physical()), sig), []).append((i, path, plain))
             continue
-        lake_df = lake_df.select(*[lake_df[q(f.name)].cast(f.dataType).alias(f.name) for f in exp.schema.fields])
-        frames.append(_hashes(lake_df, i, "lake"))
-        compare[i] = (exp, lake_df)
+        one = _lake_frame(probe.store, path, table_schema(st.table))
+        if one is None:
+            lake_df = _read_table(probe.store, path)
+            cols = sorted(c for c in lake_df.columns if c not in (START_AT, END_AT))
+            checks[i].problem = f"columns differ: lake has {cols}, upstream {sorted(n for n, _ in sig)}"
+            frames.append(_hashes(_current(lake_df).select(), i, "lake"))
+            continue
+        frames.append(_hashes(one, i, "lake"))
+        compared.add(i)
+    for group in shapes.values():
+        frames.append(vg.hashed(vg.expected_rows(spark, group), "upstream"))
+    for tables in grouped.values():
+        want = table_schema(states[tables[0][0]][1].table)
+        many = vg.lake_rows(spark, tables, want)
+        if many is not None:
+            frames.append(vg.hashed(many, "lake"))
+            compared.update(i for i, _, _ in tables)
+            continue
+        for i, path, _ in tables:  # (two tables with a file of the same name: each read alone)
+            frames.append(_hashes(cast("DataFrame", _lake_frame(probe.store, path, want)), i, "lake"))
+            compared.add(i)
     # tables the lake holds that upstream does not (dropped upstream, or never there)
     extra_paths = sorted(set(_lake_tables(spark, lake)) - expected_paths)
     for j, path in enumerate(extra_paths, start=len(checks)):
@@ -217,10 +245,12 @@ def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: 
     got = _summaries(frames, chunk) if frames else {}
     for i, check in enumerate(checks):
         check.expected_checksum = got.get((i, "upstream"), (0, 0))[1]
-        if i in compare or check.problem is None or not check.problem.startswith("no Delta table"):
+        if i in compared or check.problem is None or not check.problem.startswith("no Delta table"):
             check.actual, check.actual_checksum = got.get((i, "lake"), (0, 0))
-        if i in compare and (check.actual != check.expected or check.actual_checksum != check.expected_checksum):
-            exp, lake_df = compare[i]  # only here: the rows that differ
+        if i in compared and (check.actual != check.expected or check.actual_checksum != check.expected_checksum):
+            st = states[i][1]  # only here: each side of this table alone, and the rows that differ
+            exp = expected_frame(spark, st)
+            lake_df = cast("DataFrame", _lake_frame(probe.store, probe.path(*states[i][0]), exp.schema))
             missing = exp.exceptAll(lake_df)
             extra = lake_df.exceptAll(exp)
             check.missing = missing.count()
@@ -233,6 +263,32 @@ def verify(spark: SparkSession, lake: str, expected: UpstreamState, *, samples: 
         checks.append(TableCheck(path[len(lake) + 1:].replace("/", "."), 0, n, extra=n,
                                  problem="a table upstream does not have"))
     return VerifyReport(checks)
+
+
+def _plain_files(store: Any, path: str) -> Any:
+    """A plain local table's files (`TableFiles`: rewritable, read straight from Parquet), else None."""
+    if store.logs.local(path) is None:
+        return None
+    try:
+        tf = store.logs.files(path)
+    except Exception:  # noqa: BLE001 - delta-rs cannot read it: Delta's reader says why, if anything
+        return None
+    return tf if tf.refused is None and tf.files else None
+
+
+def _current(df: DataFrame) -> DataFrame:
+    """An SCD2 table's open versions without its validity columns (any other table as it is)."""
+    if END_AT in df.columns:
+        return df.where(f"{q(END_AT)} IS NULL").drop(START_AT, END_AT)
+    return df
+
+
+def _lake_frame(store: Any, path: str, want: Any) -> DataFrame | None:
+    """One table's current rows in the columns and types of `want` (None: its columns are not those)."""
+    lake_df = _current(_read_table(store, path))
+    if set(lake_df.columns) != set(want.fieldNames()):
+        return None
+    return lake_df.select(*[lake_df[q(f.name)].cast(f.dataType).alias(f.name) for f in want.fields])
 
 
 def _lake_tables(spark: SparkSession, lake: str) -> list[str]:

@@ -4,7 +4,7 @@ bookkeeping is all in their AddFile/RemoveFile actions."""
 from __future__ import annotations
 
 from changefeed.spark.apply.deltalog import file_name, local_folder
-from changefeed.spark.apply.tablefiles import refusal
+from changefeed.spark.apply.tablefiles import TableFiles, field_ids, refusal
 
 PLAIN = {"minReaderVersion": 1, "minWriterVersion": 2}
 
@@ -22,14 +22,13 @@ def test_tables_with_what_only_deltas_writers_keep_are_refused() -> None:
     assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
                     "writerFeatures": ["timestampNtz", "domainMetadata"]}, {}, []) == "table features"
     assert refusal({"minReaderVersion": 1, "minWriterVersion": 4}, {}, []) == "table features"  # CDF, generated
-    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {}, []) == "table features"
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {}, []) == "table features"  # (not mapped)
     assert refusal(PLAIN, {"partitionColumns": ["d"]}, []) == "partitioned"
     assert refusal(PLAIN, {"configuration": {"delta.enableChangeDataFeed": "true"}}, []) \
         == "delta.enableChangeDataFeed"
     assert refusal(PLAIN, {"configuration": {"delta.appendOnly": "true"}}, []) == "delta.appendOnly"
     assert refusal(PLAIN, {"configuration": {"delta.constraints.pos": "id > 0"}}, []) == "delta.constraints.pos"
-    assert refusal(PLAIN, {"configuration": {"delta.columnMapping.mode": "name"}}, []) \
-        == "delta.columnMapping.mode"
+    assert refusal(PLAIN, {"configuration": {"delta.columnMapping.mode": "id"}}, []) == "delta.columnMapping.mode"
     assert refusal(PLAIN, {}, [{"path": "a", "deletionVector": {"storageType": "u"}}]) == "deletion vectors"
 
 
@@ -65,3 +64,42 @@ def test_only_a_lake_on_the_local_file_system_is_committed_by_delta_rs() -> None
     # a path without a scheme is on Hadoop's default file system, which may not be the local one
     assert local_folder("/lake/db/t", "hdfs://nn:8020") is None
     assert local_folder("/lake/db/t", "file:///") == "/lake/db/t"
+
+
+MAPPED_SCHEMA = ('{"type":"struct","fields":['
+                 '{"name":"id","type":"long","nullable":false,"metadata":{"delta.columnMapping.id":1,'
+                 '"delta.columnMapping.physicalName":"id"}},'
+                 '{"name":"remark","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":2,'
+                 '"delta.columnMapping.physicalName":"note"}},'
+                 '{"name":"added","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":3,'
+                 '"delta.columnMapping.physicalName":"col-7d1e"}}]}')
+
+
+def test_a_table_with_column_mapping_by_name_may_be_rewritten_under_its_physical_names() -> None:
+    """What a RENAME or DROP COLUMN turns on (`table_features`): the table stays on the rewrite, which reads and
+    writes its files by their physical names (the soak's lag step was this table going to MERGE for good)."""
+    mapped = {"configuration": {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "3"},
+              "schemaString": MAPPED_SCHEMA}
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, mapped, []) is None
+    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping"],
+                    "writerFeatures": ["columnMapping", "invariants", "appendOnly"]}, mapped, []) is None
+    # what Delta makes of a table with TIMESTAMP_NTZ columns (table features) when column mapping comes on
+    assert refusal({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz", "columnMapping"],
+                    "writerFeatures": ["checkConstraints", "generatedColumns", "timestampNtz", "invariants",
+                                       "changeDataFeed", "appendOnly", "columnMapping"]}, mapped, []) is None
+    # writer 5 allows more than column mapping: each is looked for
+    generated = MAPPED_SCHEMA.replace('"delta.columnMapping.id":3,', '"delta.generationExpression":"id + 1",'
+                                      '"delta.columnMapping.id":3,')
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {**mapped, "schemaString": generated}, []) \
+        == "generated columns"
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5},
+                   {**mapped, "configuration": {**mapped["configuration"], "delta.enableChangeDataFeed": "true"}},
+                   []) == "delta.enableChangeDataFeed"
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 6}, mapped, []) == "table features"  # identity
+    nested = '{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[]},"metadata":{}}]}'
+    assert refusal({"minReaderVersion": 2, "minWriterVersion": 5}, {**mapped, "schemaString": nested}, []) \
+        == "column mapping of nested columns"
+    tf = TableFiles(4, MAPPED_SCHEMA, {}, None, mapped["configuration"])
+    assert tf.physical() == {"id": "id", "remark": "note", "added": "col-7d1e"}
+    assert field_ids(MAPPED_SCHEMA) == {"id": 1, "remark": 2, "added": 3}
+    assert TableFiles(4, MAPPED_SCHEMA, {}, None, {}).physical() is None  # no mapping: the names are the same

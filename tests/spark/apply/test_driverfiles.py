@@ -61,3 +61,12 @@ def test_only_a_small_counted_group_passes_through_the_driver() -> None:
     assert not driverfiles.small(driverfiles.MAX_HELD_BYTES + 1, [10])
     assert not driverfiles.small(0, [driverfiles.MAX_CHANGES, 1])
     assert not driverfiles.small(0, [10, None])  # a table whose changes were not counted
+
+
+def test_a_column_mapped_tables_rows_are_written_under_physical_names_and_field_ids(tmp_path: Path) -> None:
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "remark": ["a", None]})
+    out = driverfiles.physical(rows, {"id": "id", "remark": "note"}, {"id": 1, "remark": 2})
+    (name, _, _), = driverfiles.write(out, str(tmp_path), lambda: "f.parquet")
+    back = pq.read_table(tmp_path / name)
+    assert back.column_names == ["id", "note"] and back.column("note").to_pylist() == ["a", None]
+    assert [f.metadata[b"PARQUET:field_id"] for f in back.schema] == [b"1", b"2"]

@@ -96,6 +96,26 @@ def test_footer_ranges_span_every_row_group_and_follow_deltas_json(tmp_path: Pat
     assert set(named["minValues"]) == {"id", "day"} and set(named["nullCount"]) == {"id", "day"}
 
 
+def test_with_column_mapping_stats_are_read_and_keyed_by_physical_names(tmp_path: Path) -> None:
+    """Delta keys a column-mapped table's stats by each column's physical name, the name it has in the files."""
+    schema = orjson.dumps({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {"delta.columnMapping.physicalName": "id"}},
+        {"name": "remark", "type": "string", "nullable": True,
+         "metadata": {"delta.columnMapping.physicalName": "note"}},
+        {"name": "note", "type": "string", "nullable": True,  # a new column under an old name: another physical
+         "metadata": {"delta.columnMapping.physicalName": "col-9a"}}]}).decode()
+    file = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"id": [3, 1], "note": ["b", None], "col-9a": [None, None]},
+                            schema=pa.schema([("id", pa.int64()), ("note", pa.string()), ("col-9a", pa.string())])),
+                   file)
+    stats = orjson.loads(filestats.of_file(str(file), schema, {"delta.columnMapping.mode": "name"}))
+    assert stats["minValues"] == {"id": 1, "note": "b"} and stats["maxValues"] == {"id": 3, "note": "b"}
+    assert stats["nullCount"] == {"id": 0, "note": 1, "col-9a": 2}
+    # without column mapping the same schema's names are the files' names
+    plain = orjson.loads(filestats.of_file(str(file), schema, {}))
+    assert plain["nullCount"]["note"] == 1 and plain["nullCount"]["remark"] == 2
+
+
 def _adds(log: Path) -> list[dict]:
     out = []
     for name in sorted(os.listdir(log)):

@@ -11,6 +11,8 @@ import random
 import time
 from pathlib import Path
 
+import orjson
+import pyarrow as pa
 import pytest
 
 from changefeed.ddl import action_from_query
@@ -224,3 +226,28 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
     theirs = RsTable(events_path).to_pyarrow_table().to_pylist()
     assert sorted(map(repr, (tuple(r[c] for c in ours.columns) for r in theirs))) \
         == sorted(map(repr, (tuple(r) for r in ours.collect())))
+    # app.users: its RENAME COLUMN turned column mapping on; it stays rewritten (files under physical names, with
+    # their statistics), never a MERGE, and reads the same in delta-rs (whose SQL reader follows column mapping)
+    from deltalake import QueryBuilder
+
+    users = str(tmp_path / "rewritten" / "app" / "users")
+    history = sorted(DeltaTable.forPath(spark, users).history().collect(), key=lambda r: r["version"])
+    renamed = next(r["version"] for r in history if r["operation"] == "RENAME COLUMN")
+    after = [r["operation"] for r in history if r["version"] > renamed]
+    assert RsTable(users).metadata().configuration.get("delta.columnMapping.mode") == "name"
+    assert "WRITE" in after and "MERGE" not in after, after
+    cols = ["id", "name", "remark"]  # (the renamed column: read by its physical name)
+    ours = spark.read.format("delta").load(users)
+    assert "remark" in ours.columns and "note" not in ours.columns
+    theirs = pa.table(QueryBuilder().register("u", RsTable(users)).execute(
+        "SELECT " + ", ".join(f'"{c}"' for c in cols) + " FROM u").read_all()).to_pylist()
+    assert sorted(map(repr, (tuple(r[c] for c in cols) for r in theirs))) \
+        == sorted(map(repr, (tuple(r) for r in ours.select(*cols).collect())))
+    assert any(r["remark"] is not None for r in theirs)
+    adds = [orjson.loads(line)["add"] for f in sorted((Path(users) / "_delta_log").glob("*.json"))
+            for line in f.read_bytes().splitlines() if b'"add"' in line]
+    physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"]
+                for f in orjson.loads(RsTable(users).schema().to_json())["fields"]}
+    assert physical["remark"] == "note"  # (a column mapped after the fact keeps its name in the files)
+    stats = orjson.loads(adds[-1]["stats"])  # by physical names, as Delta's protocol has them
+    assert "note" in stats["nullCount"] and "remark" not in stats["nullCount"], stats

@@ -49,6 +49,20 @@ def split(rows: pa.Table, column: str, tables: int) -> list[pa.Table]:
     return out
 
 
+def physical(rows: pa.Table, names: dict[str, str], ids: dict[str, int]) -> pa.Table:
+    """A table's rows with each column under its physical name and field id (column mapping), as Delta's writers
+    write them: readers find a column in the files by that name."""
+    import pyarrow as pa
+
+    fields = []
+    for f in rows.schema:
+        meta = dict(f.metadata or {})
+        if f.name in ids:
+            meta[b"PARQUET:field_id"] = str(ids[f.name]).encode()
+        fields.append(pa.field(names.get(f.name, f.name), f.type, f.nullable, meta or None))
+    return pa.Table.from_arrays(rows.columns, schema=pa.schema(fields))
+
+
 def write(rows: pa.Table, folder: str, name: Callable[[], str]) -> list[tuple[str, int, int]]:
     """A table's rows as one Parquet file in its folder, compressed as Spark's are (snappy): the files written
     (name, size, modification time in ms; none for no rows)."""

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from .tablefiles import MAPPING_MODE, physical_names
+
 NUM_INDEXED = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 DEFAULT_INDEXED = 32
@@ -151,7 +153,10 @@ def of_file(file: str, schema_json: str, configuration: dict[str, str], filesyst
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
-    for path, t in indexed(schema_json, configuration):
+    # with column mapping, a column is named in the files, and in the stats, by its physical name (Delta's protocol)
+    phys = physical_names(schema_json, configuration.get(MAPPING_MODE, "none")) or {}
+    for logical, t in indexed(schema_json, configuration):
+        path = (phys.get(logical[0], logical[0]), *logical[1:])
         i = cols.get(path)
         if i is None:  # an array or map (several Parquet leaves), or a column this file lacks
             if not any(c[:len(path)] == path for c in cols):  # missing: all its rows are null

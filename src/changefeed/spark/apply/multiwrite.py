@@ -34,7 +34,7 @@ from .options import q
 from .ordering import UPSERT
 from .params import local_rows
 from .scd1 import last_ops
-from .tablefiles import TableFiles
+from .tablefiles import TableFiles, field_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,14 +80,20 @@ class MultiWriter:
             return [], planned
         by: dict[Any, list[tuple[Planned, TableFiles]]] = {}
         rest: list[Planned] = []
+        groups: list[list[tuple[Planned, TableFiles]]] = []
         for p in planned:
             shape = self._shape(p)
             tf = self.logs.files(p.path) if shape is not None else None
             if shape is None or tf is None or tf.refused is not None or tf.size > MAX_TABLE_BYTES:
                 rest.append(p)
                 continue
+            if tf.physical() is not None:  # column mapping: names of its own in its files, written alone
+                if tf.size <= ALONE_MAX_BYTES:
+                    groups.append([(p, tf)])
+                else:
+                    rest.append(p)
+                continue
             by.setdefault((shape, tf.schema_json, id(p.write.window)), []).append((p, tf))
-        groups = []
         for g in by.values():
             if len(g) >= MIN_TABLES:
                 groups.append(g)
@@ -152,14 +158,20 @@ class MultiWriter:
         folders = [self.logs.local(p.path) for p, _ in group]
         stage: str | None = None
         parts: list[pa.Table] = []
+        # column mapping (a table of its own: its physical names are its own): the files hold physical names
+        phys = group[0][1].physical()  # (a table with column mapping is a group of its own)
         if driverfiles.small(sum(tf.size for _, tf in group), [p.write.changes for p, _ in group]) \
                 and all(f is not None for f in folders):  # the files written by the driver, in place
             parts = driverfiles.split(result.toArrow(), TABLE, len(group))
+            ids = field_ids(group[0][1].schema_json) if phys is not None else {}
 
             def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
-                return driverfiles.write(parts[i], cast(str, folders[i]), new_file_name)
+                rows = driverfiles.physical(parts[i], phys, ids) if phys is not None else parts[i]
+                return driverfiles.write(rows, cast(str, folders[i]), new_file_name)
         else:  # by the job, into staging, then moved into place
             stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
+            if phys is not None:
+                result = result.select(F.col(TABLE), *[F.col(q(n)).alias(phys.get(n, n)) for n in schema.fieldNames()])
             if len(group) == 1:  # one table: written as the join leaves it, a file per task
                 self.lake.write_staged(result.drop(TABLE), stage)
             elif sum(tf.size for _, tf in group) > SPREAD_BYTES:  # big tables: every task writes its part of each
@@ -210,8 +222,12 @@ class MultiWriter:
         # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
         # more than 32 paths)
         threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
+        # column mapping: the files name the columns by their physical names (a table of its own: see `write`)
+        phys = group[0][1].physical() or {}
+        stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
         with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):
-            files = spark.read.schema(schema).parquet(*paths)
+            files = spark.read.schema(stored).parquet(*paths)
         read = (files.select("*", F.col("_metadata.file_name").alias("__f"))
-                .join(F.broadcast(which), "__f").select(*[q(f.name) for f in schema.fields], TABLE))
+                .join(F.broadcast(which), "__f")
+                .select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields], TABLE))
         return read if known is None else read.unionByName(known)

@@ -1,11 +1,19 @@
 """A plain Delta table's files at one version as the driver reads them from its log (`TableFiles`), and why
 another writer may not rewrite them (`refusal`): what both log writers (`log_rs`, `log_jvm`) return, and what
-`multiwrite` decides by. Values only, no I/O."""
+`multiwrite` decides by. Values only, no I/O.
+
+A table with column mapping in name mode (what a RENAME or DROP COLUMN turns on in `table-features = "auto"`) is
+rewritable too: its files name each column by its physical name (`physical_names`), which a rewrite reads and
+writes (and records statistics by), the log keeping nothing else for it. Refusing it sent a renamed table from
+the rewrite to a MERGE for the rest of its life: the step in a long run's lag (bench/RESULTS.md, soak)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 
 @dataclass
@@ -23,37 +31,86 @@ class TableFiles:
     def size(self) -> int:
         return sum(self.files.values())
 
+    def physical(self) -> dict[str, str] | None:
+        """Each column's name in the table's files, by its name in the schema (None: the same names)."""
+        return physical_names(self.schema_json, self.configuration.get(MAPPING_MODE, "none"))
 
-# table features whose files any writer writes alike, with nothing kept in the log (TIMESTAMP_NTZ: a column type)
-REWRITABLE_FEATURES = frozenset({"timestampNtz"})
-# writer features a protocol upgrade to table features lists for what writer version 2 had (appendOnly and column
-# invariants: both looked for below, in the properties and the schema)
-_LEGACY_WRITER = frozenset({"appendOnly", "invariants"})
+
+MAPPING_MODE = "delta.columnMapping.mode"
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
+FIELD_ID = "delta.columnMapping.id"
+
+
+@functools.lru_cache(maxsize=4096)
+def physical_names(schema_json: str, mode: str) -> dict[str, str] | None:
+    """Top-level column name -> the name its values have in the table's Parquet files, for a table with column
+    mapping in name mode (None without column mapping: the names are the same)."""
+    if mode.lower() != "name":
+        return None
+    return {f["name"]: (f.get("metadata") or {}).get(PHYSICAL_NAME, f["name"])
+            for f in orjson.loads(schema_json)["fields"]}
+
+
+def field_ids(schema_json: str) -> dict[str, int]:
+    """Top-level column name -> its column mapping id (the Parquet field id Delta's writers give it)."""
+    out = {}
+    for f in orjson.loads(schema_json)["fields"]:
+        i = (f.get("metadata") or {}).get(FIELD_ID)
+        if i is not None:
+            out[f["name"]] = int(i)
+    return out
+
+
+# table features whose files any writer writes alike, with nothing kept in the log (TIMESTAMP_NTZ: a column type;
+# column mapping in name mode: the physical names are in the schema, which a rewrite keeps, see `physical_names`)
+REWRITABLE_FEATURES = frozenset({"timestampNtz", "columnMapping"})
+# writer features a protocol upgrade to table features lists for what writer versions 2 to 5 had (appendOnly,
+# column invariants, CHECK constraints, CDF, generated columns): each only supported until a property or the schema
+# uses it, which is looked for below (a table with TIMESTAMP_NTZ columns given column mapping lists them all)
+_LEGACY_WRITER = frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"})
 
 
 def refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[str, Any]]) -> str | None:
     """Why a table's files cannot simply be rewritten by another writer: a feature whose bookkeeping only
-    Delta's own writers keep (column mapping's physical names, deletion vectors, CDC files, type widening,
-    constraints, partitions...). Plain tables, the ones `lake.create_table` makes, have none; a table with
-    TIMESTAMP_NTZ columns has only that feature."""
+    Delta's own writers keep (deletion vectors, CDC files, type widening, constraints, partitions, column mapping
+    by id...). Plain tables, the ones `lake.create_table` makes, have none; a table with TIMESTAMP_NTZ columns has
+    only that feature, a table renamed or dropped a column of only column mapping by name (flat columns)."""
     reader, writer = protocol.get("minReaderVersion", 1), protocol.get("minWriterVersion", 2)
-    if reader not in (1, 3) or writer not in (1, 2, 7):
+    conf = metadata.get("configuration") or {}
+    mapped = str(conf.get(MAPPING_MODE, "none")).lower() == "name"
+    # reader 2 / writer 5: column mapping without table features (as `table_features` turns it on); writer 5
+    # also allows CHECK constraints, generated columns and CDF, each looked for below
+    legacy_mapping = mapped and (reader, writer) == (2, 5)
+    if not legacy_mapping and (reader not in (1, 3) or writer not in (1, 2, 7)):
         return "table features"
     if reader == 3 and not REWRITABLE_FEATURES.issuperset(protocol.get("readerFeatures") or ()):
         return "table features"
     if writer == 7 and not (REWRITABLE_FEATURES | _LEGACY_WRITER).issuperset(protocol.get("writerFeatures") or ()):
         return "table features"
-    if "delta.invariants" in (metadata.get("schemaString") or ""):
+    schema = metadata.get("schemaString") or ""
+    if "delta.invariants" in schema:
         return "column invariants"
+    if "delta.generationExpression" in schema or "delta.identity" in schema:
+        return "generated columns"
     if metadata.get("partitionColumns"):
         return "partitioned"
-    conf = metadata.get("configuration") or {}
     for k, v in conf.items():
         if k.startswith("delta.constraints.") or (k in ("delta.enableChangeDataFeed", "delta.appendOnly")
                                                   and str(v).lower() == "true"):
             return k
-        if k == "delta.columnMapping.mode" and v != "none":
-            return k
+        if k == MAPPING_MODE and str(v).lower() not in ("none", "name"):
+            return k  # id mode: readers find columns by field id, which a rewrite would have to keep exactly
+    if mapped and _nested(schema):
+        return "column mapping of nested columns"
     if any(a.get("deletionVector") for a in adds):
         return "deletion vectors"
     return None
+
+
+def _nested(schema_json: str) -> bool:
+    """Whether a schema holds a struct, array or map column (whose inner fields column mapping names too)."""
+    try:
+        fields = orjson.loads(schema_json)["fields"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return True
+    return any(isinstance(f.get("type"), dict) for f in fields)
