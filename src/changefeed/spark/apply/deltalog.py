@@ -151,15 +151,17 @@ class DeltaLogs:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""
         return self._writer(path)[0] is self._rs and self.local(path) is not None
 
-    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> None:
+    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str,
+               stats: dict[str, str] | None = None) -> None:
         """Files moved into the table's folder (name, size, modification time) added as this consumer's commit
-        `version` (only where `appends`)."""
+        `version` (only where `appends` or `on_store`); `stats`: theirs where the caller has them."""
         w, where = self._writer(path)
         if self._rs is None or w is not self._rs:
             raise TypeError(f"{path}: appends are committed here by delta-rs only")
         before = self.files(path)
         try:
-            committed = self._rs.append(where, before, added, version, app_id, self.stats(path, before, added))
+            committed = self._rs.append(where, before, added, version, app_id,
+                                        stats if stats is not None else self.stats(path, before, added))
         except Exception:
             self.forget(path)
             raise
