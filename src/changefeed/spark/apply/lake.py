@@ -395,7 +395,14 @@ class Lake:
     # --- small files ----------------------------------------------------------------------------
     def write_json(self, folder: str, name: str, data: Any, what: str) -> None:
         """`<folder>/<name>` holding `data` as JSON, written aside and renamed (replacing an older one); `what`
-        names it if that fails."""
+        names it if that fails. On S3 (where `logs.on_store`) one PUT: an object appears whole or not at all, and
+        S3A's rename is a copy (plus the delete and the looks before it: several round trips a micro-batch)."""
+        if self.logs.on_store(folder):
+            try:
+                self.logs.put_file(folder, name, orjson.dumps(data))
+            except OSError as e:
+                raise ApplyError(f"cannot write {what} at {folder.rstrip('/')}/{name}: {e}") from e
+            return
         fs, dir_ = self._fs(folder)
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         tmp = jvm.org.apache.hadoop.fs.Path(dir_, f".{name}.tmp")
