@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from changefeed.errors import StorageError
+from changefeed.spark.apply import logfile
 from changefeed.spark.objectstore import check_store
 from changefeed.upstream import final_state
 from changefeed.workload import generate
@@ -36,6 +37,30 @@ def _commits(s3_store, lake_key: str) -> int:
                          endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
     infos = s3.get_file_info(fs.FileSelector(f"{s3_store.BUCKET}/{lake_key}", recursive=True, allow_not_found=True))
     return sum(1 for i in infos if re.fullmatch(r"\d{20}\.json|batch-\d+\.json", i.base_name))
+
+
+def _engines(s3_store, lake_key: str) -> dict[str, set[str]]:
+    """The engines that made the commits of the lake's tables and of the consumer's changelog (`commitInfo`'s
+    engineInfo), per "tables" and "changelog", read over the S3 API."""
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(access_key=s3_store.ACCESS, secret_key=s3_store.SECRET, region="us-east-1",
+                         endpoint_override=s3_store.endpoint.split("://", 1)[1], scheme="http")
+    root = f"{s3_store.BUCKET}/{lake_key}"
+    out: dict[str, set[str]] = {"tables": set(), "changelog": set()}
+    for info in s3.get_file_info(fs.FileSelector(root, recursive=True)):
+        rel = info.path[len(root) + 1:]
+        if "/_delta_log/" not in rel or not info.base_name.endswith(".json"):
+            continue
+        kind = "changelog" if rel.startswith("_changefeed/changelog/") else "tables"
+        if rel.startswith("_changefeed/") and kind == "tables":
+            continue
+        with s3.open_input_stream(info.path) as f:
+            for line in f.read().splitlines():
+                info_ = orjson.loads(line).get("commitInfo")
+                if info_ is not None:
+                    out[kind].add(str(info_.get("engineInfo", "")).split(" ")[0])
+    return out
 
 
 def _adds(s3_store, lake_key: str) -> list[tuple[str, dict, int]]:
@@ -113,6 +138,11 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
     assert adds, "no file was added to any table"
     for where, add, rows in adds:
         assert "stats" in add and orjson.loads(add["stats"])["numRecords"] == rows, (where, add.get("stats"), rows)
+
+    # small tables' rewrites and the changelog's appends were committed by the driver's conditional PUT of the log's
+    # next file (logstore), beside Delta's own commits (tables created by Delta, MERGE of others)
+    engines = _engines(s3_store, key)
+    assert logfile.ENGINE in engines["tables"] and logfile.ENGINE in engines["changelog"], engines
 
     # delta-rs, with storage_options only, reads what Spark's S3A wrote: the same rows as upstream's final state
     state = final_state(events)

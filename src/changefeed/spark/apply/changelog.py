@@ -76,13 +76,13 @@ class Changelog:
             if rep.errors:
                 self.store.append(bind(changes.where("kind = 'error'").select(
                     "topic", "partition", "offset", "key", "value", F.col("error").alias("reason")),
-                    _batch=batch_id), self.dead, batch_id)
+                    _batch=batch_id), self.dead, batch_id, rep.errors)
             if not self.store.exists(self.bronze):
                 # what it keeps, and the text of its images: `changefeed replay` reads them (spark/transcode.py)
                 self.store.create_log(self.bronze, rows.schema, CHANGELOG_STATS,
                                       {"changefeed.changelog": self.o.changelog,
                                        "changefeed.changelog.dialect": self.o.text_dialect})
-            if not self.store.append(rows, self.bronze, batch_id) and rows.is_cached:
+            if not self.store.append(rows, self.bronze, batch_id, rep.messages or None) and rows.is_cached:
                 rows.count()  # a replay whose rows are in: the cache filled all the same
             rep.phases["changelog (alongside)"] = time.monotonic() - t0
         except BaseException as e:  # re-raised by the batch's thread

@@ -3,9 +3,10 @@
 A table written by `multiwrite` gets its data files from one Spark job shared by many tables; its commit is
 then only actions (remove the files it rewrote, add the new ones, this consumer's txn version), made here as an
 ordinary Delta commit (Delta's WRITE, mode overwrite) that every reader follows. Two ways to make it: delta-rs
-(`log_rs`) on a local lake, Delta's own `OptimisticTransaction` through py4j (`log_jvm`) on any other file
-system. Which files a table holds is read once and then followed through this consumer's own commits (a table
-whose log moved on since is read again).
+and commits written as the log's next file (`log_rs`) on a local lake and on S3 where the session's S3A settings
+hold static keys (`logstore`: a conditional PUT there), Delta's own `OptimisticTransaction` through py4j
+(`log_jvm`) on any other file system. Which files a table holds is read once and then followed through this
+consumer's own commits (a table whose log moved on since is read again).
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import functools
 import os
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import quote, unquote, urlparse
 
 import orjson
 
 from ...errors import ApplyError
+from ...s3http import S3Target
 from ..objectstore import SchemaFolder, is_s3, storage_options
 from .log_jvm import JvmLog
+from .logstore import LogFiles, S3Files, bucket_key
 from .tablefiles import TableFiles
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 # files a rewrite may read and write again in one micro-batch: a table bigger than this keeps its MERGE
 MAX_TABLE_BYTES = 64 << 20
 DELTA_RS = "CHANGEFEED_DELTA_RS"  # 0: commit through the JVM on a local lake too
+S3_DIRECT = "CHANGEFEED_S3_DIRECT"  # 0: commit through the JVM on S3 (Delta's own S3SingleDriverLogStore)
 T = TypeVar("T")
 
 
@@ -62,13 +66,15 @@ class DeltaLogs:
         self._jvm: LogWriter = JvmLog(lake)
         self._rs: RustLog | None = None
         self._s3fs: dict[str, Any] = {}  # per bucket: pyarrow's S3 client, for the footers of files added on S3
+        self._s3files: dict[str, LogFiles | None] = {}  # per bucket: its files for delta-rs's commits (None: JVM)
+        self._s3_direct = os.environ.get(S3_DIRECT, "1") != "0"
         conf = lake.spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
         self._default_fs = str(conf.get("fs.defaultFS") or "file:///")
         if os.environ.get(DELTA_RS, "1") != "0":
             try:
                 from .log_rs import RustLog
 
-                self._rs = RustLog()
+                self._rs = RustLog(self._store)
             except ImportError:  # no deltalake: every commit goes through the JVM
                 self._rs = None
 
@@ -76,11 +82,27 @@ class DeltaLogs:
         """The local folder of a lake path, None on another file system."""
         return local_folder(path, self._default_fs)
 
+    def _store(self, path: str) -> LogFiles | None:
+        """The files of an s3a:// path's store for delta-rs's commits, made once per bucket; None where its requests
+        cannot be signed here (no static keys in the session's S3A settings: a credentials provider)."""
+        bucket = bucket_key(path)[0]
+        if bucket not in self._s3files:
+            options = storage_options(self.lake.spark, bucket)
+            self._s3files[bucket] = S3Files(options) if S3Target.of(options) is not None else None
+        return self._s3files[bucket]
+
+    def on_store(self, path: str) -> bool:
+        """Whether an s3a:// table's commits (and its small rewrites' files) are made here, over the S3 API."""
+        return self._rs is not None and self._s3_direct and is_s3(path) and "%" not in path \
+            and self._store(path) is not None
+
     def _writer(self, path: str) -> tuple[LogWriter, str]:
         folder = self.local(path) if self._rs is not None else None
         # delta-rs reads a '%' in a local path as an escape (it then looks for another folder)
         if self._rs is not None and folder is not None and "%" not in folder:
             return self._rs, folder
+        if folder is None and self.on_store(path):
+            return cast("RustLog", self._rs), path.rstrip("/")
         return self._jvm, path
 
     def _read(self, path: str, ask: Callable[[LogWriter, str], T]) -> T:
@@ -127,17 +149,19 @@ class DeltaLogs:
 
     def appends(self, path: str) -> bool:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""
-        return self._writer(path)[0] is self._rs
+        return self._writer(path)[0] is self._rs and self.local(path) is not None
 
-    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str) -> None:
+    def append(self, path: str, added: list[tuple[str, int, int]], version: int, app_id: str,
+               stats: dict[str, str] | None = None) -> None:
         """Files moved into the table's folder (name, size, modification time) added as this consumer's commit
-        `version` (only where `appends`)."""
+        `version` (only where `appends` or `on_store`); `stats`: theirs where the caller has them."""
         w, where = self._writer(path)
         if self._rs is None or w is not self._rs:
             raise TypeError(f"{path}: appends are committed here by delta-rs only")
         before = self.files(path)
         try:
-            committed = self._rs.append(where, before, added, version, app_id, self.stats(path, before, added))
+            committed = self._rs.append(where, before, added, version, app_id,
+                                        stats if stats is not None else self.stats(path, before, added))
         except Exception:
             self.forget(path)
             raise
@@ -152,24 +176,33 @@ class DeltaLogs:
     def forget(self, path: str) -> None:
         """Nothing kept of the table at `path` (moved, dropped, created again, or a failed commit)."""
         self._files.pop(path, None)
-        folder = self.local(path)
-        if self._rs is not None and folder is not None:
-            self._rs.forget(folder)
+        w, where = self._writer(path)
+        if self._rs is not None and w is self._rs:
+            self._rs.forget(where)
 
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
-               app_id: str) -> TableFiles:
+               app_id: str, stats: dict[str, str] | None = None) -> TableFiles:
         """Replace every file of `before` by `added` (name in the table's folder, size, modification time), as
         this consumer's commit `version`, in one Delta commit on top of `before.version`: the table as that
-        commit left it."""
+        commit left it. `stats`: the added files' statistics where the caller has them (else read from their
+        footers)."""
         w, where = self._writer(path)
         try:
-            committed = w.commit(where, before, added, version, app_id, self.stats(path, before, added))
+            committed = w.commit(where, before, added, version, app_id,
+                                 stats if stats is not None else self.stats(path, before, added))
         except Exception:
             self.forget(path)
             raise
         tf = self._files[path] = TableFiles(committed, before.schema_json, {quote(n): s for n, s, _ in added}, None,
                                             before.configuration)
         return tf
+
+    def put_file(self, path: str, name: str, data: bytes) -> None:
+        """A data file of the table at an s3a:// `path` (where `on_store`), written whole by one PUT."""
+        store = self._store(path)
+        if store is None:
+            raise TypeError(f"{path}: files are written here on S3 only")
+        store.put(f"{path.rstrip('/')}/{name}", data)
 
     def stats(self, path: str, before: TableFiles, added: list[tuple[str, int, int]]) -> dict[str, str] | None:
         """Each added file's `stats` JSON (by name), read from its Parquet footer: in the table's folder on a local

@@ -1,5 +1,5 @@
-"""The files of a small group's rewritten tables, written by the driver (pyarrow) straight into their folders on a
-local lake, from the rows the group's Spark job computed.
+"""The files of a small group's rewritten tables, written by the driver (pyarrow) straight into their folders (on a
+local lake, or on S3 by one PUT each), from the rows the group's Spark job computed.
 
 Through Spark's writer, the job's last task wrote one file per table: a writer set up, a checksum file beside
 it, a rename at the task's commit and one more into the table's folder, ~3-4 ms a file, 0.6-0.9 s of every
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,27 @@ def write(rows: pa.Table, folder: str, name: Callable[[], str]) -> list[tuple[st
     pq.write_table(rows, target, compression="snappy")
     st = os.stat(target)
     return [(file, st.st_size, int(st.st_mtime * 1000))]
+
+
+def put(rows: pa.Table, name: Callable[[], str], put_file: Callable[[str, bytes], None], schema_json: str,
+        configuration: dict[str, str]) -> tuple[list[tuple[str, int, int]], dict[str, str]]:
+    """A table's rows as one Parquet file on an object store (`put_file(name, bytes)`: one PUT, straight into the
+    table's folder, no staging and no copy): the files written, as `write` gives them, and their `stats` (from
+    the footer just written: nothing read back from the store)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .filestats import of_metadata
+
+    if rows.num_rows == 0:
+        return [], {}
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows, sink, compression="snappy")
+    data = sink.getvalue()
+    file = name()
+    put_file(file, data.to_pybytes())
+    stats = of_metadata(pq.read_metadata(pa.BufferReader(data)), schema_json, configuration)
+    return [(file, data.size, int(time.time() * 1000))], {file: stats}
 
 
 class Kept:

@@ -148,7 +148,11 @@ def of_file(file: str, schema_json: str, configuration: dict[str, str], filesyst
     where the file is not local)."""
     import pyarrow.parquet as pq
 
-    md = pq.read_metadata(file, filesystem=filesystem)
+    return of_metadata(pq.read_metadata(file, filesystem=filesystem), schema_json, configuration)
+
+
+def of_metadata(md: Any, schema_json: str, configuration: dict[str, str]) -> str:
+    """The `stats` JSON of a Parquet file whose footer is `md` (pyarrow's `FileMetaData`)."""
     cols = {tuple(md.schema.column(i).path.split(".")): i for i in range(md.num_columns)}
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}

@@ -22,6 +22,7 @@ import orjson
 from ...errors import ApplyError
 from .. import table_features as features
 from ..layout import LakeLayout
+from . import driverfiles
 from .deltalog import DeltaLogs, new_file_name
 from .options import sql_string
 
@@ -50,6 +51,7 @@ def read_json_files(spark: SparkSession, folder: str, prefix: str, *, last: bool
     return out
 
 
+DRIVER_APPEND_ROWS = 50_000  # an S3 log's append of at most this many rows is written by the driver
 STAGED_COMMITTER = "mapreduce.fileoutputcommitter.algorithm.version"
 SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
 _LOG_FILE = re.compile(r"\d{20}\.json|\d{20}\.checkpoint(\.\d+\.\d+)?(\.[^.]+)?\.parquet|_last_checkpoint")
@@ -242,15 +244,28 @@ class Lake:
             b = b.property(k, v)
         b.execute()
 
-    def append(self, rows: DataFrame, path: str, batch_id: int) -> bool:
+    def append(self, rows: DataFrame, path: str, batch_id: int, count: int | None = None) -> bool:
         """Rows appended to a log as this consumer's commit `batch_id` (once, however often it is replayed); False
         when the rows may not have been read: the log held them already (a replay), or Delta's own append took
-        them (it skips a replay without reading them).
+        them (it skips a replay without reading them). `count`: how many rows at most, where known.
 
         On a local lake the rows are written as plain Parquet and committed by delta-rs: Spark's Delta append
         (its snapshot update, statistics, checksum and post-commit work) took about a second of each micro-batch
-        beside the table writes, for a few rows (bench/RESULTS.md). A log whose schema is not the rows' is left to
-        Delta's append, which says what differs."""
+        beside the table writes, for a few rows (bench/RESULTS.md). On S3 (where `logs.on_store`) a known, small
+        number of rows is collected to the driver and written as one file by one PUT into the log's folder, then
+        committed the same way (a Spark job's files would each be copied twice on S3: at its task's commit, then
+        from staging). A log whose schema is not the rows' is left to Delta's append, which says what differs."""
+        if count is not None and count <= DRIVER_APPEND_ROWS and self.logs.on_store(path) \
+                and self._same_schema(path, rows):
+            if self.txn_version(path) >= batch_id:
+                return False  # a replayed batch: its rows are in
+            tf = self.logs.files(path)
+            added, stats = driverfiles.put(rows.toArrow(), new_file_name,
+                                           lambda n, d: self.logs.put_file(path, n, d), tf.schema_json,
+                                           tf.configuration)
+            self.logs.append(path, added, batch_id, self.app_id, stats)
+            self.committed(path, batch_id)
+            return True
         if self.logs.appends(path) and self._same_schema(path, rows):
             if self.txn_version(path) >= batch_id:
                 return False  # a replayed batch: its rows are in
@@ -380,7 +395,14 @@ class Lake:
     # --- small files ----------------------------------------------------------------------------
     def write_json(self, folder: str, name: str, data: Any, what: str) -> None:
         """`<folder>/<name>` holding `data` as JSON, written aside and renamed (replacing an older one); `what`
-        names it if that fails."""
+        names it if that fails. On S3 (where `logs.on_store`) one PUT: an object appears whole or not at all, and
+        S3A's rename is a copy (plus the delete and the looks before it: several round trips a micro-batch)."""
+        if self.logs.on_store(folder):
+            try:
+                self.logs.put_file(folder, name, orjson.dumps(data))
+            except OSError as e:
+                raise ApplyError(f"cannot write {what} at {folder.rstrip('/')}/{name}: {e}") from e
+            return
         fs, dir_ = self._fs(folder)
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         tmp = jvm.org.apache.hadoop.fs.Path(dir_, f".{name}.tmp")

@@ -1,5 +1,5 @@
-"""A Delta table's log read and committed from the driver with delta-rs (the `deltalake` package), for lakes on
-the local file system.
+"""A Delta table's log read and committed from the driver with delta-rs (the `deltalake` package), for lakes in a
+local folder or on S3 (`logstore`: the files there; delta-rs given the store's `storage_options`).
 
 A driver-side commit through Delta's JVM classes costs several times what delta-rs takes for the same commit,
 and a table's creation more still (Delta plans a query over the empty table for its first checksum): a window
@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import orjson
 
 from ...errors import ApplyError
+from ..objectstore import is_s3
 from . import logfile
+from .logstore import LocalFiles, LogFiles
 from .tablefiles import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
@@ -31,17 +34,22 @@ CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs
 
 
 def _log_file(path: str, version: int) -> str:
-    return os.path.join(path, "_delta_log", f"{version:020d}.json")
+    return f"{path.rstrip('/')}/_delta_log/{version:020d}.json"
+
+
+LOCAL = LocalFiles()
 
 
 class RustLog:
-    """`JvmLog`'s interface over delta-rs; paths are local folders. Each table's `DeltaTable` is kept between
+    """`JvmLog`'s interface over delta-rs; paths are local folders, or s3a:// ones where `s3` gives the store's
+    files for a path. Each table's `DeltaTable` is kept between
     calls and brought up to date only when its log holds a later commit: loading one from its log took about as
     long as the commit itself (a window over hundreds of tables commits each)."""
 
     KEEP = 8192  # tables kept open at most (a lake of more starts over)
 
-    def __init__(self) -> None:
+    def __init__(self, s3: Callable[[str], LogFiles | None] | None = None) -> None:
+        self.s3 = s3
         self._open: dict[str, Any] = {}
         # a table whose kept object is brought up to its own commit after it, off the commit's path
         self._following: dict[str, Future[None]] = {}
@@ -53,21 +61,31 @@ class RustLog:
         self._own: dict[str, tuple[int, int, int]] = {}
         self.direct = os.environ.get(DIRECT, "1") != "0"
 
+    def files(self, path: str) -> LogFiles:
+        """Where the table's files are."""
+        if is_s3(path):
+            files = self.s3(path) if self.s3 is not None else None
+            if files is None:
+                raise ValueError(f"{path}: no S3 store given")
+            return files
+        return LOCAL
+
     def _table(self, path: str) -> Any:
         """The table at its latest version."""
         pending = self._following.pop(path, None)
         if pending is not None:
             pending.result()
         dt = self._open.get(path)
+        files = self.files(path)
         if dt is not None:
-            if os.path.exists(_log_file(path, dt.version() + 1)):
+            if files.exists(_log_file(path, dt.version() + 1)):
                 dt.update_incremental()
             return dt
         from deltalake import DeltaTable
 
         if len(self._open) >= self.KEEP:
             self._open.clear()
-        dt = self._open[path] = DeltaTable(path)
+        dt = self._open[path] = DeltaTable(files.uri(path), storage_options=files.options)
         return dt
 
     def forget(self, path: str) -> None:
@@ -81,7 +99,7 @@ class RustLog:
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
         self._check_own(path)
-        if kept is not None and not os.path.exists(_log_file(path, kept.version + 1)):
+        if kept is not None and not self.files(path).exists(_log_file(path, kept.version + 1)):
             return kept
         dt = self._table(path)
         p = dt.protocol()
@@ -110,16 +128,18 @@ class RustLog:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError
 
+        files = self.files(path)
         if self.direct:
-            os.makedirs(os.path.join(path, "_delta_log"), exist_ok=True)
+            files.prepare(path)
             try:
-                return logfile.put_if_absent(_log_file(path, 0),
-                                             logfile.creation(schema_json, configuration, int(time.time() * 1000)))
+                return files.put_if_absent(_log_file(path, 0),
+                                           logfile.creation(schema_json, configuration, int(time.time() * 1000)))
             except logfile.NoLinks:
                 self.direct = False  # delta-rs commits from now on
         try:
-            DeltaTable.create(path, Schema.from_json(schema_json), mode="error", configuration=configuration,
-                              raise_if_key_not_exists=False)
+            DeltaTable.create(files.uri(path), Schema.from_json(schema_json), mode="error",
+                              configuration=configuration, raise_if_key_not_exists=False,
+                              storage_options=files.options)
         except DeltaError as e:
             if "already exists" in str(e):
                 return False
@@ -168,7 +188,7 @@ class RustLog:
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, now)]))
         committed = before.version + 1
-        if _holds_txn(_log_file(path, committed), app_id, version):
+        if _holds_txn(self.files(path).read(_log_file(path, committed)), app_id, version):
             # the commit is the next version: the kept object follows it in the background (a window over many
             # tables commits each; the next use of this table waits for it)
             self._following[path] = self._follower.submit(dt.update_incremental)
@@ -183,12 +203,12 @@ class RustLog:
         schema or protocol change) conflicts with what the rewrite read: an error, and the restart applies the
         window again on top of it."""
         v = before.version + 1
+        files = self.files(path)
         while True:
-            try:
-                with open(_log_file(path, v), "rb") as f:
-                    actions = [orjson.loads(line) for line in f if line.strip()]
-            except FileNotFoundError:
+            data = files.read(_log_file(path, v))
+            if data is None:
                 break
+            actions = [orjson.loads(line) for line in data.splitlines() if line.strip()]
             for a in actions:
                 kind = next(iter(a))
                 if kind == "commitInfo" or (kind in ("add", "remove") and a[kind].get("dataChange") is False):
@@ -209,7 +229,7 @@ class RustLog:
         Delta writer in another JVM commits by rename, which replaces a file (Delta's HDFSLogStore says so), and
         this consumer's commit would be lost unseen. The restart re-applies it from the versions in the log."""
         own = self._own.get(path)
-        if own is None:
+        if own is None or not self.files(path).local:  # (on S3 a commit is a conditional PUT: never replaced)
             return
         version, ino, size = own
         try:
@@ -224,7 +244,8 @@ class RustLog:
     def _last_checkpoint(self, path: str) -> int:
         v = self._checkpoint.get(path)
         if v is None:
-            v = self._checkpoint[path] = _read_last_checkpoint(path)
+            v = self._checkpoint[path] = _read_last_checkpoint(self.files(path).read(
+                f"{path.rstrip('/')}/_delta_log/_last_checkpoint"))
         return v
 
     def _direct(self, before: TableFiles, added: list[tuple[str, int, int]]) -> bool:
@@ -241,14 +262,16 @@ class RustLog:
         as Delta does after its checkpoints: a table committed every micro-batch keeps a bounded log."""
         committed = before.version + 1
         data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode, stats)
+        files = self.files(path)
         try:
-            if not logfile.put_if_absent(_log_file(path, committed), data):
+            if not files.put_if_absent(_log_file(path, committed), data):
                 return None
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
-        st = os.stat(_log_file(path, committed))
-        self._own[path] = (committed, st.st_ino, st.st_size)
+        if files.local:
+            st = os.stat(_log_file(path, committed))
+            self._own[path] = (committed, st.st_ino, st.st_size)
         # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
         # at which Delta would have made one)
         if committed - self._last_checkpoint(path) >= self._interval.get(path, CHECKPOINT_INTERVAL):
@@ -260,24 +283,26 @@ class RustLog:
         return committed
 
 
-def _read_last_checkpoint(path: str) -> int:
-    """The version of the table's last checkpoint (`_last_checkpoint`), 0 for none."""
+def _read_last_checkpoint(data: bytes | None) -> int:
+    """The version of the table's last checkpoint (`_last_checkpoint`'s bytes), 0 for none."""
+    if data is None:
+        return 0
     try:
-        with open(os.path.join(path, "_delta_log", "_last_checkpoint"), "rb") as f:
-            return int(orjson.loads(f.read())["version"])
-    except (FileNotFoundError, KeyError, ValueError, orjson.JSONDecodeError):
+        return int(orjson.loads(data)["version"])
+    except (KeyError, ValueError, TypeError, orjson.JSONDecodeError):
         return 0
 
 
-def _holds_txn(log_file: str, app_id: str, version: int) -> bool:
-    """Whether a commit file holds this app's transaction `version` (the commit is ours)."""
+def _holds_txn(data: bytes | None, app_id: str, version: int) -> bool:
+    """Whether a commit file's bytes hold this app's transaction `version` (the commit is ours)."""
+    if data is None:
+        return False
     try:
-        with open(log_file, "rb") as f:
-            for line in f:
-                txn = orjson.loads(line).get("txn")
-                if txn is not None and txn.get("appId") == app_id and txn.get("version") == version:
-                    return True
-    except (FileNotFoundError, orjson.JSONDecodeError):
+        for line in data.splitlines():
+            txn = orjson.loads(line).get("txn") if line.strip() else None
+            if txn is not None and txn.get("appId") == app_id and txn.get("version") == version:
+                return True
+    except orjson.JSONDecodeError:
         return False
     return False
 

@@ -21,7 +21,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -160,14 +160,21 @@ class MultiWriter:
         parts: list[pa.Table] = []
         # column mapping (a table of its own: its physical names are its own): the files hold physical names
         phys = group[0][1].physical()  # (a table with column mapping is a group of its own)
+        Added = tuple[list[tuple[str, int, int]], dict[str, str] | None]  # files, and their stats where known
         if driverfiles.small(sum(tf.size for _, tf in group), [p.write.changes for p, _ in group]) \
-                and all(f is not None for f in folders):  # the files written by the driver, in place
+                and all(f is not None or self.logs.on_store(p.path) for f, (p, _) in zip(folders, group, strict=True)):
+            # the files written by the driver, in place: into the folder, or by one PUT on S3
             parts = driverfiles.split(result.toArrow(), TABLE, len(group))
             ids = field_ids(group[0][1].schema_json) if phys is not None else {}
 
-            def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
+            def files_of(i: int, p: Planned) -> Added:
                 rows = driverfiles.physical(parts[i], phys, ids) if phys is not None else parts[i]
-                return driverfiles.write(rows, cast(str, folders[i]), new_file_name)
+                folder = folders[i]
+                if folder is not None:
+                    return driverfiles.write(rows, folder, new_file_name), None
+                tf = group[i][1]
+                return driverfiles.put(rows, new_file_name, lambda n, d: self.logs.put_file(p.path, n, d),
+                                       tf.schema_json, tf.configuration)
         else:  # by the job, into staging, then moved into place
             stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
             if phys is not None:
@@ -179,14 +186,15 @@ class MultiWriter:
             else:  # small ones: a file each
                 self.lake.write_staged(result.repartition(TABLE), stage, TABLE)
 
-            def files_of(i: int, p: Planned) -> list[tuple[str, int, int]]:
+            def files_of(i: int, p: Planned) -> Added:
                 return self.lake.move_files(stage if len(group) == 1 else f"{stage}/{TABLE}={i}", p.path,
-                                            new_file_name)
+                                            new_file_name), None
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
             self.kept.forget(p.path)
-            now = self.logs.commit(p.path, tf, files_of(i, p), p.write.version, self.lake.app_id)
+            added, stats = files_of(i, p)
+            now = self.logs.commit(p.path, tf, added, p.write.version, self.lake.app_id, stats)
             if stage is None:  # the table's rows are what the driver wrote: kept for its next rewrite
                 self.kept.put(p.path, now.version, now.files, parts[i])
             committed(p.path, p.write.version)

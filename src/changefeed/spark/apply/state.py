@@ -70,6 +70,7 @@ class ConsumerState:
 class BatchReport:
     batch_id: int
     rows_in: int = 0
+    messages: int = 0  # every row of the batch (changes, control rows, errors): a bound on what it appends
     rows_applied: int = 0
     errors: int = 0
     ddl_applied: int = 0
@@ -93,6 +94,7 @@ class BatchReport:
         self.max_ts = max((r["ts"] or 0 for r in agg if r["kind"] in ("insert", "update", "delete")), default=0)
         self.errors = counts.get("error", 0)
         self.rows_in = sum(counts.get(k, 0) for k in ("insert", "update", "delete"))
+        self.messages = sum(counts.values())
 
 
 class Laps:
