@@ -49,6 +49,12 @@ SMALL_MACHINE = {
     # calls into the JVM and an import attempt each, a visible share of a micro-batch's driver time (the
     # consumer builds its plans anew every batch; bench/RESULTS.md)
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # the status store keeps every finished job, stage and SQL execution up to 1,000 each by default, UI or not:
+    # a consumer runs several a micro-batch, so a long run's heap after a full GC grew with them (bench/soak.py)
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.sql.streaming.ui.retainedQueries": "10",
 }
 
 
