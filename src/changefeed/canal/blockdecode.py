@@ -23,7 +23,7 @@ from .. import gojson
 from ..mysqltypes import Family
 from ..mysqltypes.text import _as_text
 from ..tso import PHYSICAL_SHIFT
-from .blocks import BlockResult, _check_utf8, check_range, placed_lines
+from .blocks import BlockResult, _check_utf8, check_range, match_block, placed_lines
 from .rowtext import _HMS, _YMD, _int_digits, escaped
 
 if TYPE_CHECKING:
@@ -193,22 +193,11 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
 def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     """A block of message lines (joined by newlines, none at the end) as event lines (see BlockResult)."""
     assert bp.pattern is not None
-    found = bp.pattern.findall(block)
-    rows = [r for r in found if r[1]]
-    if not rows:
+    got = match_block(bp.pattern, block, ((0, bp.head_text), (4, bp.mid_text)))
+    if got is None:
         return None, None, 0, 0
-    bad: set[int] = set()
-    m = len(rows)
-    columns = list(zip(*rows, strict=True))
-    misfit = False  # (a line not as the pattern meant: the found lines may be off)
-    for at, want in ((0, bp.head_text), (4, bp.mid_text)):
-        if columns[at].count(want) != m:
-            misfit = True
-            bad.update(i for i, t in enumerate(columns[at]) if t != want)
-    everything = len(rows) == len(found) and not misfit
-    n = len(found) if everything else block.count(b"\n") + 1
-    if n != len(found):
-        return None, None, 0, 0
+    found, columns, bad, everything = got
+    m, n = len(columns[0]), len(found)
     for text in set(columns[3]):
         if not bp.sql_type_ok(text):
             bad.update(i for i, t in enumerate(columns[3]) if t == text)

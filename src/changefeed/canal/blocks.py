@@ -19,7 +19,7 @@ import operator
 import re
 from collections.abc import Callable
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -40,6 +40,35 @@ _U64_DIGITS = len(str((1 << 64) - 1))
 # (all the block's output lines, None, their number, inserts among them), or (None, each line's output line or
 # None, the block's lines, 0), or (None, None, 0, 0): none taken
 BlockResult = tuple[bytes | None, list[bytes | None] | None, int, int]
+
+
+class Matched(NamedTuple):
+    """A block's lines as a block pattern found them (see `match_block`)."""
+
+    found: list[tuple[bytes, ...]]  # every line the pattern found, taken (its group 2 matched) or not
+    columns: list[tuple[bytes, ...]]  # the groups of the lines taken, as columns
+    bad: set[int]  # the lines taken (by their index among them) whose constant texts differ
+    whole: bool  # every line found was taken
+
+
+def match_block(pattern: re.Pattern[bytes], block: bytes, constants: tuple[tuple[int, bytes], ...]
+                ) -> Matched | None:
+    """The lines of a block by one `findall`, with the lines whose constant texts (group index, the text it must
+    hold: compared afterwards, as matching them as literals is slow) differ; None when no line was taken, or when
+    the lines found may not be the block's lines (a line not as the pattern meant, found across two)."""
+    found = pattern.findall(block)
+    rows = [r for r in found if r[1]]
+    if not rows:
+        return None
+    columns = list(zip(*rows, strict=True))
+    bad: set[int] = set()
+    for at, want in constants:
+        if columns[at].count(want) != len(rows):
+            bad.update(i for i, t in enumerate(columns[at]) if t != want)
+    whole = len(rows) == len(found)
+    if not (whole and not bad) and block.count(b"\n") + 1 != len(found):
+        return None
+    return Matched(found, columns, bad, whole)
 
 
 def _text_column(col: list[bytes]) -> list[bytes]:
@@ -250,22 +279,12 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
 def encode_block(bp: BlockEncodePlan, block: bytes, now: int, limit: int) -> BlockResult:
     """A block of lines (joined by newlines, none at the end) as message lines (see BlockResult)."""
     assert bp.pattern is not None and bp.cols is not None
-    found = bp.pattern.findall(block)
-    rows = [r for r in found if r[1]]
-    if not rows:
+    got = match_block(bp.pattern, block, ((2, bp.table_text),))
+    if got is None:
         return None, None, 0, 0
-    bad: set[int] = set()
-    m = len(rows)
-    columns = list(zip(*rows, strict=True))
+    found, columns, bad, everything = got
+    m, n = len(columns[0]), len(found)
     ts = list(columns[1])
-    tables = columns[2]
-    misfit = tables.count(bp.table_text) != m  # (a line not as the pattern meant: the found lines may be off)
-    if misfit:
-        bad.update(i for i, t in enumerate(tables) if t != bp.table_text)
-    everything = len(rows) == len(found) and not misfit
-    n = len(found) if everything else block.count(b"\n") + 1
-    if n != len(found):
-        return None, None, 0, 0
     if max(map(len, ts)) >= _U64_DIGITS:
         bad.update(i for i, t in enumerate(ts) if int(t) >= 1 << 64)
     es = list(map(b"%d".__mod__, map(operator.rshift, map(int, ts), repeat(PHYSICAL_SHIFT))))
