@@ -18,6 +18,7 @@ from .workdir import open_checkpoint, open_lake
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .config import CodecConfig
     from .metrics import ConsumerMetrics, MetricsServer
     from .spark.apply import BatchReport
 
@@ -110,13 +111,20 @@ def reachable(source: str, config: Path | None, connect_timeout: float, wait_for
 
     parse_source(source.split("?", 1)[0], settings).probe(wait_for_topic)
     if codec.get("schema-registry"):
-        from .avro.registry import SchemaRegistry
-        from .codecs import registry_tls_args
         from .config import build_config
 
-        cfg = build_config("avro", {k: v for k, v in codec.items() if k.startswith("schema-registry")})
-        SchemaRegistry(cfg.schema_registry, timeout_s=connect_timeout, retries=1, **registry_tls_args(cfg)).subjects()
+        registry_answers(build_config("avro", {k: v for k, v in codec.items() if k.startswith("schema-registry")}),
+                         connect_timeout)
     return settings
+
+
+def registry_answers(cfg: CodecConfig, timeout_s: float) -> None:
+    """The config's schema registry lists its subjects within the timeout (one try more): a registry that is down
+    is one line before any work starts."""
+    from .avro.registry import SchemaRegistry
+    from .codecs import registry_tls_args
+
+    SchemaRegistry(cfg.schema_registry, timeout_s=timeout_s, retries=1, **registry_tls_args(cfg)).subjects()
 
 
 def serve_metrics_for(spark: SparkSession, lake: str, port: int | None, host: str,

@@ -22,23 +22,17 @@ def default_checkpoint(source: str, sink_uri: str) -> Path:
 def sink_reachable(sink_uri: str, config: Path | None) -> None:
     """A Kafka sink's brokers (and its schema registry) answer before Spark starts: refused in one line within the
     connect timeout, not a failed query minutes later."""
+    from .consuming import registry_answers
     from .sinkconfig import resolve
+    from .transport.reach import ErrorTrap, connect_timeout
 
     sink, cfg, _ = resolve(sink_uri, config)
     if sink.scheme == "kafka":
-        from confluent_kafka.admin import AdminClient
+        from .transport.kafka import probed_admin
 
-        from .transport.kafka import client_config
-        from .transport.reach import ErrorTrap, probe, quiet_config
-
-        trap = ErrorTrap()
-        probe(AdminClient(quiet_config(client_config(sink), trap)), ",".join(sink.brokers), trap)
-    if getattr(cfg, "schema_registry", None):
-        from .avro.registry import SchemaRegistry
-        from .codecs import registry_tls_args
-        from .transport.reach import connect_timeout
-
-        SchemaRegistry(cfg.schema_registry, timeout_s=connect_timeout(), retries=1, **registry_tls_args(cfg)).subjects()
+        probed_admin(sink, ErrorTrap())
+    if cfg.schema_registry:
+        registry_answers(cfg, connect_timeout())
 
 
 def run_transcode(source: str, sink_uri: str, protocol: str, options: dict[str, str], *, checkpoint: str | None,

@@ -24,14 +24,21 @@ def client_config(sink: SinkURI) -> dict[str, Any]:
     return {"bootstrap.servers": ",".join(sink.brokers), **librdkafka_config(kafka_security(sink.kafka))}
 
 
+def probed_admin(sink: SinkURI, trap: ErrorTrap) -> AdminClient:
+    """An admin client of the sink's cluster once the cluster answered: one line, within the connect timeout, when
+    it cannot be used."""
+    admin = AdminClient(quiet_config(client_config(sink), trap))
+    probe(admin, ",".join(sink.brokers), trap)
+    return admin
+
+
 class KafkaTransport:
     def __init__(self, sink: SinkURI, max_message_bytes: int) -> None:
         self.sink = sink
         self._trap = ErrorTrap()
         base = quiet_config(client_config(sink), self._trap)
-        self.admin = AdminClient(base)
         self._where = ",".join(sink.brokers)
-        probe(self.admin, self._where, self._trap)  # one line, within the connect timeout, when it cannot be used
+        self.admin = probed_admin(sink, self._trap)
         self.producer = Producer({
             **base, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
             # a report per failed message only: a Python callback per delivered message would halve throughput
