@@ -131,13 +131,7 @@ def _read_table(store: Any, path: str) -> DataFrame:
 
     from pyspark.sql import types as T
 
-    plain = None
-    if store.logs.local(path) is not None:
-        try:
-            tf = store.logs.files(path)
-            plain = tf if tf.refused is None and tf.files else None
-        except Exception:  # noqa: BLE001 - delta-rs cannot read it: Delta's reader says why, if anything
-            plain = None
+    plain = _plain_files(store, path)
     if plain is None:
         return store.read(path)
     from pyspark.sql import functions as F
