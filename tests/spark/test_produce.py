@@ -64,8 +64,8 @@ def changes_of(events: list[Event]) -> collections.Counter:
 
 def check_order(stream: list[tuple[int, int, Event]]) -> int:
     """Per partition: no change at or before a watermark the partition already carried, a key's changes in commit
-    order but for changes sent again (a restart re-sends the micro-batch it was in: a change already carried by
-    this partition may come again, after a later one of its key); returns the watermarks seen."""
+    order, but for changes sent again (a restart re-sends the micro-batch it was in: a change this partition
+    already carried may come again, after a later change of its key or a watermark); returns the watermarks seen."""
     marks: dict[int, int] = {}
     last: dict[tuple, int] = {}
     sent: set[tuple] = set()
@@ -79,16 +79,18 @@ def check_order(stream: list[tuple[int, int, Event]]) -> int:
             marks[part] = ev.commit_ts
             n += 1
             continue
-        assert ev.commit_ts > marks.get(part, -1), f"partition {part}@{off}: a change at or before a watermark"
-        if ev.is_row:
-            t = ev.table
-            image = ev.after if ev.after is not None else ev.before
-            key = (part, t.schema, t.table, tuple(image[k] for k in t.handle_key))
-            change = (key, w.line(ev))
-            assert ev.commit_ts >= last.get(key, 0) or change in sent, \
-                f"partition {part}@{off}: a key's changes out of commit order"
-            sent.add(change)
-            last[key] = max(ev.commit_ts, last.get(key, 0))
+        if not ev.is_row:
+            assert ev.commit_ts > marks.get(part, -1), f"partition {part}@{off}: a DDL at or before a watermark"
+            continue
+        t = ev.table
+        image = ev.after if ev.after is not None else ev.before
+        key = (part, t.schema, t.table, tuple(image[k] for k in t.handle_key))
+        change = (key, w.line(ev))
+        again = change in sent
+        assert ev.commit_ts > marks.get(part, -1) or again, f"partition {part}@{off}: a change at or before a watermark"
+        assert ev.commit_ts >= last.get(key, 0) or again, f"partition {part}@{off}: a key's changes out of commit order"
+        sent.add(change)
+        last[key] = max(ev.commit_ts, last.get(key, 0))
     return n
 
 
