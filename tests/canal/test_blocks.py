@@ -147,3 +147,47 @@ def test_line_numbers_and_blocks_of_the_source(cfg):
     with pytest.raises(ChangefeedError, match="line 78"):
         encode_lines(enc, read_lines(Pieces(b"\n".join(lines), 5000)), io.BytesIO(), lambda n: None, "fail",
                      DeadLetter(None))
+
+
+# values the decode block pattern reads up to a backslash and so lets by, each making its line not JSON (or not
+# UTF-8): the column checks must hand the line back, and the full path names it (same output, same dead letters)
+_NOT_JSON = [(b'\\"name\\":\\"', b'\\"name\\":\\"a"b'),  # a raw quote
+             (b'\\"name\\":\\"', b'\\"name\\":\\"a\\\\\\\\"'),  # a raw quote after an escaped backslash
+             (b'\\"note\\":\\"', b'\\"note\\":\\"\t'),  # a raw control character
+             (b'\\"name\\":\\"', b'\\"name\\":\\"a\nb'),  # a line's end inside a value
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\x01'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"a"b'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\xff'),
+             (b'\\"name\\":\\"', b'\\"name\\":\\"\xc3('),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{\n'),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{\\"x\\":{},'),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{"x":1,')]
+
+
+def test_decode_blocks_hand_back_lines_that_are_not_json(cfg, tmp_path):
+    opts = {"enable_tidb_extension": "true"}
+    messages = _encode(opts, b"\n".join(_run(300, deletes=False)) + b"\n", False, cfg).splitlines()
+    changed = 0
+    for k, (old, new) in enumerate(_NOT_JSON * 2):
+        at = 20 + 11 * k
+        # the row's value (the last of the name), not empty
+        while old not in messages[at] or messages[at][messages[at].rfind(old) + len(old):].startswith(b'\\",'):
+            at += 1
+        i = messages[at].rfind(old)
+        messages[at] = messages[at][:i] + new + messages[at][i + len(old):]
+        changed += 1
+    data = b"\n".join(messages) + b"\n"
+    got = []
+    for direct in (False, True):
+        dead = tmp_path / f"dead-{direct}.jsonl"
+        letters = DeadLetter(dead)
+        out = io.BytesIO()
+        counts = decode_lines(make_decoder(cfg(**opts)), read_lines(Pieces(data, 60_000)), out, lambda n: None,
+                              "skip", letters, direct=direct)
+        letters.close()
+        got.append((out.getvalue(), counts, dead.read_bytes()))
+    assert got[1] == got[0]
+    assert got[0][2].count(b"\n") >= changed  # each changed line (or both halves of a cut one) rejected
+    with pytest.raises(ChangefeedError, match="line 21"):
+        decode_lines(make_decoder(cfg(**opts)), read_lines(io.BytesIO(data)), io.BytesIO(), lambda n: None, "fail",
+                     DeadLetter(None))

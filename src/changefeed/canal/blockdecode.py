@@ -12,7 +12,6 @@ check refuses) is handed back, in place, for the per-line tiers. Pure functions 
 from __future__ import annotations
 
 import binascii
-import functools
 import re
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -33,15 +32,18 @@ _NUL = b"\x00"
 _Q = re.escape(b'\\"')  # a quote inside the message line's `value` string
 # a JSON string's content as Go writes it, inside the `value` string: raw characters, and the escapes whose
 # orjson form is known (Go's \u003c \u003e \u0026 \u2028 \u2029 \u0008 \u000c are rewritten, the rest kept)
-_RAW = rb'[^"\\\x00-\x1f]*+'
+# (raw characters read up to the next backslash: one byte compare each, where a class of bytes costs ~4 ns a byte;
+# a raw quote or control character is looked for in the column after, `_raw_ok`)
+_RAW = rb"[^\\]*+"
+_CTRL = bytes(range(32))
 _ESCAPE = (re.escape(b"\\\\") + rb"(?:" + re.escape(b'\\"') + rb"|" + re.escape(b"\\\\")
            + rb"|[nrtbf]|u00(?:0[0-8bcef]|1[0-9a-f]|26|3c|3e)|u202[89])")
 _CONTENT = _RAW + rb"(?:" + _ESCAPE + _RAW + rb")*+"
 _GO_TO_ORJSON = [(b"\\u003c", b"<"), (b"\\u003e", b">"), (b"\\u0026", b"&"), (b"\\u2028", "\u2028".encode()),
                  (b"\\u2029", "\u2029".encode()), (b"\\u0008", b"\\b"), (b"\\u000c", b"\\f")]
-# a sqlType object inside the `value` string (the pattern reads `\{[^{}\n]*\}`, and each text once is held to this)
+# a sqlType object inside the `value` string
+# (the block pattern reads `\{[^}]*+\}`, one byte compare each, and each text once is held to this)
 _SQL_TYPE = re.compile(rb'\{[^{}"\\\x00-\x1f]*+(?:' + _Q + rb'[^{}"\\\x00-\x1f]*+)*+\}')
-_B2A = functools.partial(binascii.b2a_base64, newline=False)
 _U64_DIGITS = len(str((1 << 64) - 1))
 
 
@@ -127,7 +129,7 @@ class BlockDecodePlan:
         self.pattern = re.compile(
             rb'(?m)^(?:\{"key":null,"value":"((?s:.{%d}))' % len(self.head_text) + rb"(INSERT|DELETE)"
             + text(b'","es":') + rb"(0|[1-9][0-9]{0,18})" + text(b',"ts":') + rb"-?(?:0|[1-9][0-9]{0,19})"
-            + text(b',"sql":"","sqlType":') + rb"(\{[^{}\n]*+\})"
+            + text(b',"sql":"","sqlType":') + rb"(\{[^}]*+\})"
             + rb"((?s:.{%d}))" % len(self.mid_text) + b",".join(parts) + re.escape(escaped(b"}]"))
             + rb"(?:" + text(b',"_tidb":{"commitTs":') + rb"(0|[1-9][0-9]{0,19})\})?" + rb'\}"\}|.*)$')
         keys = [(b"," if i else b"{") + orjson.dumps(name) + b":" for i, name in enumerate(shape.names)]
@@ -156,7 +158,7 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     kind = col.kind
     if kind == "text":
         _check_utf8(values, bad)
-        return _orjson_escapes(_unquoted(_NUL.join(values))).split(_NUL)
+        return _orjson_escapes(_unquoted_column(values, bad, _NUL)).split(_NUL)
     if kind == "plain":
         out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
         return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
@@ -171,9 +173,47 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
     return _blob_column(values, bad)
 
 
+def _unquoted_raw(joined: bytes, seps: int) -> bytes | None:
+    """Joined strings (or nulls) of a column out of the `value` string (as `_unquoted`), or None when one holds a
+    raw control character or a raw quote (the pattern reads up to each backslash, and so lets them by: the line is
+    not JSON). `seps`: the NULs that join the values. Once the escaped backslashes are set aside, every quote is
+    one that `\\"` became."""
+    if len(joined.translate(None, _CTRL)) != len(joined) - seps:
+        return None
+    pairs = joined.replace(b"\\\\", b"\x01")
+    out = pairs.replace(b'\\"', b'"')
+    if out.count(b'"') != len(pairs) - len(out):
+        return None
+    return out.replace(b"\x01", b"\\")
+
+
+def _unquoted_column(values: list[bytes], bad: set[int], sep: bytes) -> bytes:
+    """A column's strings (or nulls) joined by `sep`, out of the `value` string; a value that is not JSON (see
+    `_unquoted_raw`) is marked bad and read as null."""
+    seps = len(values) - 1 if sep == _NUL else 0
+    out = _unquoted_raw(sep.join(values), seps)
+    if out is not None:
+        return out
+    values = list(values)
+    for i, v in enumerate(values):
+        if _unquoted_raw(v, 0) is None:
+            bad.add(i)
+            values[i] = b"null"
+    return _unquoted_raw(sep.join(values), seps)  # type: ignore[return-value]
+
+
 def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
     """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`: the column parsed as one JSON array."""
-    texts = orjson.loads(b"[" + _unquoted(b",".join(values)) + b"]")
+    try:
+        texts = orjson.loads(b"[" + _unquoted_column(values, bad, b",") + b"]")
+    except orjson.JSONDecodeError:  # a value not UTF-8
+        texts = []
+        for i, v in enumerate(values):
+            try:
+                texts.append(None if i in bad else orjson.loads(_unquoted(v)))
+            except orjson.JSONDecodeError:
+                bad.add(i)
+                texts.append(None)
     try:
         raw = list(map(str.encode, texts, repeat("latin-1")))
     except (TypeError, UnicodeEncodeError):  # a null, or a character past latin-1
@@ -184,7 +224,9 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
             except UnicodeEncodeError:
                 bad.add(i)
                 raw.append(b"")
-    out = (b'{"$b64":"' + b'"}\x00{"$b64":"'.join(map(_B2A, raw)) + b'"}').split(_NUL)
+    # (b2a_base64 ends each text with a newline, which becomes the text between two values)
+    out = (b'{"$b64":"' + b"".join(map(binascii.b2a_base64, raw))[:-1].replace(b"\n", b'"}\x00{"$b64":"')
+           + b'"}').split(_NUL)
     if None in texts:
         out = [b"null" if t is None else o for t, o in zip(texts, out, strict=True)]
     return out
@@ -228,6 +270,8 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     out = b"".join(parts)
     if everything and not bad:
         return out, None, n, kinds.count(b"INSERT")
+    if block.count(b"\n") + 1 != n:  # a bad value read across a line's end: the lines found are not the block's
+        return None, None, 0, 0
     return None, placed_lines(out, bad, found), n, 0
 
 
