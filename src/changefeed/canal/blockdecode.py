@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import binascii
 import re
+from codecs import escape_decode  # type: ignore[attr-defined]
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -174,17 +175,17 @@ def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
 
 
 def _unquoted_raw(joined: bytes, seps: int) -> bytes | None:
-    """Joined strings (or nulls) of a column out of the `value` string (as `_unquoted`), or None when one holds a
-    raw control character or a raw quote (the pattern reads up to each backslash, and so lets them by: the line is
-    not JSON). `seps`: the NULs that join the values. Once the escaped backslashes are set aside, every quote is
-    one that `\\"` became."""
+    """Joined strings (or nulls) of a column out of the `value` string (as `_unquoted`, in one C pass: the pattern
+    lets no other escape than `\\\\` and `\\"` by), or None when one holds a raw control character or a raw
+    quote (the pattern reads up to each backslash, and so lets them by: the line is not JSON). `seps`: the NULs
+    that join the values. Every backslash left is one that `\\\\` became, so the other escapes undone are the
+    quotes that were escaped, and any other quote was raw."""
     if len(joined.translate(None, _CTRL)) != len(joined) - seps:
         return None
-    pairs = joined.replace(b"\\\\", b"\x01")
-    out = pairs.replace(b'\\"', b'"')
-    if out.count(b'"') != len(pairs) - len(out):
+    out = escape_decode(joined)[0]
+    if joined.count(b'"') != len(joined) - len(out) - out.count(b"\\"):
         return None
-    return out.replace(b"\x01", b"\\")
+    return out
 
 
 def _unquoted_column(values: list[bytes], bad: set[int], sep: bytes) -> bytes:
@@ -202,20 +203,44 @@ def _unquoted_column(values: list[bytes], bad: set[int], sep: bytes) -> bytes:
     return _unquoted_raw(sep.join(values), seps)  # type: ignore[return-value]
 
 
+_SEP = "\u0100"  # between a blob column's texts (past latin-1: a text that holds one is refused anyway)
+
+
+def _blob_texts(values: list[bytes], bad: set[int]) -> list[str | None]:
+    """A blob column's latin-1 texts (None for null), by C calls over the column: the `value` string's escapes
+    undone (`_unquoted_raw`), then the JSON escapes the pattern lets by (\\", \\\\, \\n \\r \\t \\b \\f, \\uXXXX:
+    Python's escapes too) by `unicode_escape`, which reads other bytes as latin-1, so the UTF-8 of the text is
+    decoded after. Falls back to one value at a time (orjson) when a value is not JSON, not UTF-8 or past latin-1."""
+    sep = _SEP.encode()
+    joined = sep.join(values)
+    out = _unquoted_raw(joined, 0)
+    if out is not None:
+        try:
+            text = out.decode("unicode_escape").encode("latin-1").decode()
+        except UnicodeError:
+            text = ""
+        if text.count(_SEP) == len(values) - 1:
+            if b"null" not in values:
+                return text[1:-1].split(f'"{_SEP}"')  # type: ignore[return-value]
+            return [None if t == "null" else t[1:-1] for t in text.split(_SEP)]
+    texts: list[str | None] = []
+    for i, v in enumerate(values):
+        got = _unquoted_raw(v, 0)
+        try:
+            texts.append(None if got is None else orjson.loads(got))
+        except orjson.JSONDecodeError:
+            got = None
+            texts.append(None)
+        if got is None:
+            bad.add(i)
+    return texts
+
+
 def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
-    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`: the column parsed as one JSON array."""
+    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`."""
+    texts = _blob_texts(values, bad)
     try:
-        texts = orjson.loads(b"[" + _unquoted_column(values, bad, b",") + b"]")
-    except orjson.JSONDecodeError:  # a value not UTF-8
-        texts = []
-        for i, v in enumerate(values):
-            try:
-                texts.append(None if i in bad else orjson.loads(_unquoted(v)))
-            except orjson.JSONDecodeError:
-                bad.add(i)
-                texts.append(None)
-    try:
-        raw = list(map(str.encode, texts, repeat("latin-1")))
+        raw = list(map(str.encode, texts, repeat("latin-1")))  # type: ignore[arg-type]
     except (TypeError, UnicodeEncodeError):  # a null, or a character past latin-1
         raw = []
         for i, t in enumerate(texts):
