@@ -14,6 +14,7 @@ from __future__ import annotations
 import binascii
 import re
 from codecs import escape_decode  # type: ignore[attr-defined]
+from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +140,9 @@ class BlockDecodePlan:
         self.mids = {b"INSERT": table + b',"preTable":null,"before":null,"after":' + keys[0],
                      b"DELETE": table + b',"preTable":null,"before":' + keys[0]}
         self.tails = {b"INSERT": b'},"ddl":null}\n', b"DELETE": b'},"after":null,"ddl":null}\n'}
+        # the same with the quote of a first or last value that goes out as it was matched (`_columns`)
+        self.mids_q = {k: v + b'"' for k, v in self.mids.items()}
+        self.tails_q = {k: b'"' + v for k, v in self.tails.items()}
         self.sql_types: set[bytes] = set()  # sqlType texts seen to be JSON objects
 
     def sql_type_ok(self, text: bytes) -> bool:
@@ -257,6 +261,20 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
     return out
 
 
+def _columns(bp: BlockDecodePlan, columns: list[tuple[bytes, ...]], bad: set[int]
+             ) -> list[tuple[Sequence[bytes], bool]]:
+    """Each column's values as JSON values of the event lines, and whether they go out between quotes (a decimal
+    or datetime column without a null: its texts as they were matched, the quotes put in the constant text
+    beside them)."""
+    out: list[tuple[Sequence[bytes], bool]] = []
+    for col, values in zip(bp.cols, columns, strict=True):
+        if col.kind == "plain" and b"" not in values:
+            out.append((values, True))
+        else:
+            out.append((_convert(col, list(values), bad), False))
+    return out
+
+
 def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     """A block of message lines (joined by newlines, none at the end) as event lines (see BlockResult)."""
     assert bp.pattern is not None
@@ -283,15 +301,16 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     parts: list[Any] = [None] * (m * width)
     parts[0::width] = list(map(bp.heads.__getitem__, kinds))
     parts[1::width] = ts
-    parts[2::width] = list(map(bp.mids.__getitem__, kinds))
+    conv = _columns(bp, columns[4:-1], bad)
+    parts[2::width] = list(map((bp.mids_q if conv[0][1] else bp.mids).__getitem__, kinds))
     at = 3
-    for j, col in enumerate(bp.cols):
+    for j, (values, quoted) in enumerate(conv):
         if j:
-            parts[at::width] = [bp.keys[j]] * m
+            parts[at::width] = [(b'"' if conv[j - 1][1] else b"") + bp.keys[j] + (b'"' if quoted else b"")] * m
             at += 1
-        parts[at::width] = _convert(col, list(columns[4 + j]), bad)
+        parts[at::width] = values
         at += 1
-    parts[at::width] = list(map(bp.tails.__getitem__, kinds))
+    parts[at::width] = list(map((bp.tails_q if conv[-1][1] else bp.tails).__getitem__, kinds))
     out = b"".join(parts)
     if everything and not bad:
         return out, None, n, kinds.count(b"INSERT")
