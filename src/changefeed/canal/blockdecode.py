@@ -140,9 +140,6 @@ class BlockDecodePlan:
         self.mids = {b"INSERT": table + b',"preTable":null,"before":null,"after":' + keys[0],
                      b"DELETE": table + b',"preTable":null,"before":' + keys[0]}
         self.tails = {b"INSERT": b'},"ddl":null}\n', b"DELETE": b'},"after":null,"ddl":null}\n'}
-        # the same with the quote of a first or last value that goes out as it was matched (`_columns`)
-        self.mids_q = {k: v + b'"' for k, v in self.mids.items()}
-        self.tails_q = {k: b'"' + v for k, v in self.tails.items()}
         self.sql_types: set[bytes] = set()  # sqlType texts seen to be JSON objects
 
     def sql_type_ok(self, text: bytes) -> bool:
@@ -158,23 +155,29 @@ class BlockDecodePlan:
         return ok
 
 
-def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
-    """A column's matched texts (inside the `value` string) as JSON values of an event line."""
+def _convert(col: _Column, values: tuple[bytes, ...], bad: set[int]) -> tuple[Sequence[bytes], bytes, bytes]:
+    """A column's matched texts (inside the `value` string) as JSON values of an event line, with the constant
+    text that goes before and after each (a decimal or datetime column without a null goes out as it was matched,
+    its quotes put in the text beside it; so do a blob column's base64 texts and their object)."""
     kind = col.kind
-    if kind == "text":
-        _check_utf8(values, bad)
-        return _orjson_escapes(_unquoted_column(values, bad, _NUL)).split(_NUL)
     if kind == "plain":
+        if b"" not in values:
+            return values, b'"', b'"'
         out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
-        return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
+        return [v if v != b'""' else b"null" for v in out], b"", b""
+    if kind == "text":
+        joined = _unquoted_column(values, bad, _NUL)
+        if not joined.isascii():  # (undoing the escapes keeps UTF-8 as it is)
+            _check_utf8(list(values), bad)
+        return _orjson_escapes(joined).split(_NUL), b"", b""
     if kind == "int":
-        check_range(values, col.lo, col.hi, col.safe, bad, b"")
-        return values if b"" not in values else [v or b"null" for v in values]
+        check_range(values, col.lo, col.hi, col.safe, bad, b"")  # type: ignore[arg-type]
+        return (values if b"" not in values else [v or b"null" for v in values]), b"", b""
     if kind == "enum":
         out = list(map(col.names.get, values))
         if None in out:
             out = [v if v is not None else values[i] for i, v in enumerate(out)]
-        return out  # type: ignore[return-value]
+        return out, b"", b""  # type: ignore[return-value]
     return _blob_column(values, bad)
 
 
@@ -192,7 +195,7 @@ def _unquoted_raw(joined: bytes, seps: int) -> bytes | None:
     return out
 
 
-def _unquoted_column(values: list[bytes], bad: set[int], sep: bytes) -> bytes:
+def _unquoted_column(values: Sequence[bytes], bad: set[int], sep: bytes) -> bytes:
     """A column's strings (or nulls) joined by `sep`, out of the `value` string; a value that is not JSON (see
     `_unquoted_raw`) is marked bad and read as null."""
     seps = len(values) - 1 if sep == _NUL else 0
@@ -210,7 +213,7 @@ def _unquoted_column(values: list[bytes], bad: set[int], sep: bytes) -> bytes:
 _SEP = "\u0100"  # between a blob column's texts (past latin-1: a text that holds one is refused anyway)
 
 
-def _blob_texts(values: list[bytes], bad: set[int]) -> list[str | None]:
+def _blob_texts(values: Sequence[bytes], bad: set[int]) -> list[str | None]:
     """A blob column's latin-1 texts (None for null), by C calls over the column: the `value` string's escapes
     undone (`_unquoted_raw`), then the JSON escapes the pattern lets by (\\", \\\\, \\n \\r \\t \\b \\f, \\uXXXX:
     Python's escapes too) by `unicode_escape`, which reads other bytes as latin-1, so the UTF-8 of the text is
@@ -240,8 +243,8 @@ def _blob_texts(values: list[bytes], bad: set[int]) -> list[str | None]:
     return texts
 
 
-def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
-    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`."""
+def _blob_column(values: tuple[bytes, ...], bad: set[int]) -> tuple[Sequence[bytes], bytes, bytes]:
+    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}` (see `_convert`)."""
     texts = _blob_texts(values, bad)
     try:
         raw = list(map(str.encode, texts, repeat("latin-1")))  # type: ignore[arg-type]
@@ -253,26 +256,11 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
             except UnicodeEncodeError:
                 bad.add(i)
                 raw.append(b"")
-    # (b2a_base64 ends each text with a newline, which becomes the text between two values)
-    out = (b'{"$b64":"' + b"".join(map(binascii.b2a_base64, raw))[:-1].replace(b"\n", b'"}\x00{"$b64":"')
-           + b'"}').split(_NUL)
-    if None in texts:
-        out = [b"null" if t is None else o for t, o in zip(texts, out, strict=True)]
-    return out
-
-
-def _columns(bp: BlockDecodePlan, columns: list[tuple[bytes, ...]], bad: set[int]
-             ) -> list[tuple[Sequence[bytes], bool]]:
-    """Each column's values as JSON values of the event lines, and whether they go out between quotes (a decimal
-    or datetime column without a null: its texts as they were matched, the quotes put in the constant text
-    beside them)."""
-    out: list[tuple[Sequence[bytes], bool]] = []
-    for col, values in zip(bp.cols, columns, strict=True):
-        if col.kind == "plain" and b"" not in values:
-            out.append((values, True))
-        else:
-            out.append((_convert(col, list(values), bad), False))
-    return out
+    # (b2a_base64 ends each text with a newline)
+    coded = b"".join(map(binascii.b2a_base64, raw)).splitlines()
+    if None not in texts:
+        return coded, b'{"$b64":"', b'"}'
+    return [b"null" if t is None else b'{"$b64":"' + o + b'"}' for t, o in zip(texts, coded, strict=True)], b"", b""
 
 
 def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
@@ -301,16 +289,18 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     parts: list[Any] = [None] * (m * width)
     parts[0::width] = list(map(bp.heads.__getitem__, kinds))
     parts[1::width] = ts
-    conv = _columns(bp, columns[4:-1], bad)
-    parts[2::width] = list(map((bp.mids_q if conv[0][1] else bp.mids).__getitem__, kinds))
+    conv = [_convert(col, values, bad) for col, values in zip(bp.cols, columns[4:-1], strict=True)]
+    pre, post = conv[0][1], conv[-1][2]
+    parts[2::width] = list(map((bp.mids if not pre else {k: v + pre for k, v in bp.mids.items()}).__getitem__, kinds))
     at = 3
-    for j, (values, quoted) in enumerate(conv):
+    for j, (values, pre, _) in enumerate(conv):
         if j:
-            parts[at::width] = [(b'"' if conv[j - 1][1] else b"") + bp.keys[j] + (b'"' if quoted else b"")] * m
+            parts[at::width] = [conv[j - 1][2] + bp.keys[j] + pre] * m
             at += 1
         parts[at::width] = values
         at += 1
-    parts[at::width] = list(map((bp.tails_q if conv[-1][1] else bp.tails).__getitem__, kinds))
+    parts[at::width] = list(map((bp.tails if not post else {k: post + v for k, v in bp.tails.items()}).__getitem__,
+                                kinds))
     out = b"".join(parts)
     if everything and not bad:
         return out, None, n, kinds.count(b"INSERT")
