@@ -161,7 +161,7 @@ def _convert(col: _Column, values: tuple[bytes, ...], bad: set[int]) -> tuple[Se
     its quotes put in the text beside it; so do a blob column's base64 texts and their object)."""
     kind = col.kind
     if kind == "plain":
-        if b"" not in values:
+        if all(values):  # (no null: an empty text; `in` would compare each value)
             return values, b'"', b'"'
         out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
         return [v if v != b'""' else b"null" for v in out], b"", b""
@@ -172,10 +172,10 @@ def _convert(col: _Column, values: tuple[bytes, ...], bad: set[int]) -> tuple[Se
         return _orjson_escapes(joined).split(_NUL), b"", b""
     if kind == "int":
         check_range(values, col.lo, col.hi, col.safe, bad, b"")  # type: ignore[arg-type]
-        return (values if b"" not in values else [v or b"null" for v in values]), b"", b""
+        return (values if all(values) else [v or b"null" for v in values]), b"", b""
     if kind == "enum":
         out = list(map(col.names.get, values))
-        if None in out:
+        if not all(out):
             out = [v if v is not None else values[i] for i, v in enumerate(out)]
         return out, b"", b""  # type: ignore[return-value]
     return _blob_column(values, bad)
@@ -271,9 +271,11 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
         return None, None, 0, 0
     found, columns, bad, everything = got
     m, n = len(columns[0]), len(found)
-    for text in set(columns[3]):
-        if not bp.sql_type_ok(text):
-            bad.update(i for i, t in enumerate(columns[3]) if t == text)
+    types = columns[3]
+    if types.count(types[0]) != m or not bp.sql_type_ok(types[0]):  # (most blocks have one: no hashing)
+        for text in set(types):
+            if not bp.sql_type_ok(text):
+                bad.update(i for i, t in enumerate(types) if t == text)
     columns = columns[1:]
     commit = columns[-1]
     if all(commit):
