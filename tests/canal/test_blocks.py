@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from changefeed.canal.blockdecode import BlockDecoder
-from changefeed.canal.blocks import BlockEncoder
+from changefeed.canal.blocks import BlockEncoder, check_range
 from changefeed.canal.lines import LineDecoder, LineEncoder
 from changefeed.codecs import make_decoder, make_encoder
 from changefeed.errors import ChangefeedError
@@ -195,3 +195,16 @@ def test_decode_blocks_hand_back_lines_that_are_not_json(cfg, tmp_path):
     with pytest.raises(ChangefeedError, match="line 21"):
         decode_lines(make_decoder(cfg(**opts)), read_lines(io.BytesIO(data)), io.BytesIO(), lambda n: None, "fail",
                      DeadLetter(None))
+
+
+@pytest.mark.parametrize(("hi", "values", "null", "out"), [
+    ((1 << 32) - 1, [b"10000000000", b"5"], b"", {0}),  # longer than the top: not compared as text
+    ((1 << 32) - 1, [b"4294967295", b"4294967296", b"null"], b"null", {1}),
+    ((1 << 64) - 1, [b"18446744073709551615", b"18446744073709551616", b"", b"9"], b"", {1}),
+    (255, [b"null", b"256", b"255"], b"null", {1}),
+    (65535, [b"null", b"65535", b"0"], b"null", set()),
+])
+def test_check_range_of_unsigned_columns(hi, values, null, out):
+    bad: set[int] = set()
+    check_range(values, 0, hi, len(str(hi)) - 1, bad, null)
+    assert bad == out

@@ -292,11 +292,17 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     kinds = columns[0]
     width = 2 * len(bp.cols) + 3
     parts: list[Any] = [None] * (m * width)
-    parts[0::width] = list(map(bp.heads.__getitem__, kinds))
+    inserts = kinds.count(b"INSERT")
+
+    def by_kind(pieces: dict[bytes, bytes]) -> list[bytes]:
+        """Each row's piece of its kind (a block of inserts: one piece, no lookups)."""
+        return [pieces[b"INSERT"]] * m if inserts == m else list(map(pieces.__getitem__, kinds))
+
+    parts[0::width] = by_kind(bp.heads)
     parts[1::width] = ts
     conv = [_convert(col, values, bad) for col, values in zip(bp.cols, columns[4:-1], strict=True)]
     pre, post = conv[0][1], conv[-1][2]
-    parts[2::width] = list(map((bp.mids if not pre else {k: v + pre for k, v in bp.mids.items()}).__getitem__, kinds))
+    parts[2::width] = by_kind(bp.mids if not pre else {k: v + pre for k, v in bp.mids.items()})
     at = 3
     for j, (values, pre, _) in enumerate(conv):
         if j:
@@ -304,11 +310,10 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
             at += 1
         parts[at::width] = values
         at += 1
-    parts[at::width] = list(map((bp.tails if not post else {k: post + v for k, v in bp.tails.items()}).__getitem__,
-                                kinds))
+    parts[at::width] = by_kind(bp.tails if not post else {k: post + v for k, v in bp.tails.items()})
     out = b"".join(parts)
     if everything and not bad:
-        return out, None, n, kinds.count(b"INSERT")
+        return out, None, n, inserts
     if block.count(b"\n") + 1 != n:  # a bad value read across a line's end: the lines found are not the block's
         return None, None, 0, 0
     return None, placed_lines(out, bad, found), n, 0

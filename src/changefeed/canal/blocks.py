@@ -258,10 +258,13 @@ def _kind(c: Any, fmt: Callable[[Any], str], promoted: bool) -> str | None:
 def check_range(values: list[bytes], lo: int, hi: int, safe: int, bad: set[int], null: bytes) -> None:
     """Rows whose integer text (canonical digits, or `null`) is out of [lo, hi] added to `bad`: texts up to `safe`
     digits are in range; for an unsigned column a text as long as `hi`'s compares as bytes, by C calls."""
-    if max(map(len, values)) <= safe:
+    longest = max(map(len, values))
+    if longest <= safe:
         return
     top = str(hi).encode()
-    if lo == 0 and max(zip(map(len, values), values, strict=True)) <= (len(top), top):
+    # (texts no longer than `hi`'s, right-aligned by spaces, which sort before digits and letters, compare as their
+    # numbers; `null` comes before any)
+    if lo == 0 and longest <= len(top) and max(map(bytes.rjust, values, repeat(len(top)))) <= top:
         return
     bad.update(i for i, g in enumerate(values) if len(g) > safe and g != null and not lo <= int(g) <= hi)
 
