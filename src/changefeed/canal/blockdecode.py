@@ -37,7 +37,7 @@ _Q = re.escape(b'\\"')  # a quote inside the message line's `value` string
 # (raw characters read up to the next backslash: one byte compare each, where a class of bytes costs ~4 ns a byte;
 # a raw quote or control character is looked for in the column after, `_raw_ok`)
 _RAW = rb"[^\\]*+"
-_CTRL = bytes(range(32))
+_CTRL_QUOTE = bytes(range(32)) + b'"'
 _ESCAPE = (re.escape(b"\\\\") + rb"(?:" + re.escape(b'\\"') + rb"|" + re.escape(b"\\\\")
            + rb"|[nrtbf]|u00(?:0[0-8bcef]|1[0-9a-f]|26|3c|3e)|u202[89])")
 _CONTENT = _RAW + rb"(?:" + _ESCAPE + _RAW + rb")*+"
@@ -189,11 +189,11 @@ def _unquoted_raw(joined: bytes, seps: int) -> bytes | None:
     lets no other escape than `\\\\` and `\\"` by), or None when one holds a raw control character or a raw
     quote (the pattern reads up to each backslash, and so lets them by: the line is not JSON). `seps`: the NULs
     that join the values. Every backslash left is one that `\\\\` became, so the other escapes undone are the
-    quotes that were escaped, and any other quote was raw."""
-    if len(joined.translate(None, _CTRL)) != len(joined) - seps:
-        return None
+    quotes that were escaped: the quotes and control characters (one pass deletes both) are those and the NULs
+    exactly when there is no raw one."""
     out = escape_decode(joined)[0]
-    if joined.count(b'"') != len(joined) - len(out) - out.count(b"\\"):
+    escaped_quotes = len(joined) - len(out) - out.count(b"\\")
+    if len(joined) - len(joined.translate(None, _CTRL_QUOTE)) != escaped_quotes + seps:
         return None
     return out
 
