@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import random
+import re
 
 import orjson
 import pytest
 
 from changefeed.canal.blockdecode import BlockDecoder
-from changefeed.canal.blocks import BlockEncoder, check_range
+from changefeed.canal.blocks import BlockEncoder, _possessive, check_range
 from changefeed.canal.lines import LineDecoder, LineEncoder
 from changefeed.codecs import make_decoder, make_encoder
 from changefeed.errors import ChangefeedError
@@ -208,3 +209,14 @@ def test_check_range_of_unsigned_columns(hi, values, null, out):
     bad: set[int] = set()
     check_range(values, 0, hi, len(str(hi)) - 1, bad, null)
     assert bad == out
+
+
+@pytest.mark.parametrize(("pattern", "want"), [
+    (rb"a{2}b", rb"a{2}+b"), (rb"(?:x|y)?z", rb"(?:x|y)?+z"), (rb"[a-z]*?q", rb"[a-z]*?q"),
+    (rb"\{\$b64\}", rb"\{\$b64\}"), (rb"[]a]+", rb"[]a]++"), (rb"[^]{]{1,3}", rb"[^]{]{1,3}+"), (rb"a++b", rb"a++b"),
+    (rb"(?P<n>-?[0-9]+(?:\.[0-9]+)?)", rb"(?P<n>-?+[0-9]++(?:\.[0-9]++)?+)"),
+])
+def test_possessive_quantifiers(pattern, want):
+    """The encode block pattern's quantifiers made possessive: classes, escapes, group openings and marks kept."""
+    assert _possessive(pattern) == want
+    assert re.compile(want).findall(b"aab zz -1.50 x") == re.compile(pattern).findall(b"aab zz -1.50 x")

@@ -149,8 +149,12 @@ class BlockEncodePlan:
         # a row line as EventWriter writes it; anything else matches `.*`
         head = (rb'(?m)^(?:\{"kind":"' + kinds + rb'","commitTs":(0|[1-9][0-9]{0,19}+)((?s:.{%d}))'
                 % len(self.table_text))
-        self.pattern = re.compile(
-            head + rb'"before":(?(1)null,"after":)' + _possessive(row) + rb'(?(1)|,"after":null),"ddl":null\}|.*)$')
+        try:
+            self.pattern = re.compile(head + rb'"before":(?(1)null,"after":)' + _possessive(row)
+                                      + rb'(?(1)|,"after":null),"ddl":null\}|.*)$')
+        except re.error:  # (a `{` its text reads as a quantifier that is none: the pattern as it was)
+            self.pattern = re.compile(
+                head + rb'"before":(?(1)null,"after":)' + row + rb'(?(1)|,"after":null),"ddl":null\}|.*)$')
         self.keys = [escaped(go_escape((b"," if i else b"{") + orjson.dumps(c.name) + b":"))
                      for i, c in enumerate(plan.table.columns)]
         tail = b'\\",\\"es\\":'
