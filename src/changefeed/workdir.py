@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -20,11 +18,11 @@ from typing import IO
 import orjson
 
 from .errors import ForeignPathError
-from .spark.layout import META
 
 MARKER = ".changefeed"
-# what changefeed (before markers) and Spark leave in a lake and a checkpoint: such a folder is theirs
-LAKE_LEGACY = (META,)
+# what changefeed (before markers) and Spark leave in a lake (`lake_legacy`) and a checkpoint: such a folder is
+# theirs (shutil, tempfile and the lake's layout are loaded where they are used: `encode` and `decode` write a file
+# only, and start in a fraction of a second)
 CHECKPOINT_LEGACY = ("offsets", "commits", "metadata")
 
 
@@ -59,6 +57,8 @@ class WorkFolder:
         for name in sorted(self.entries):
             p = self.path / name
             if p.is_dir() and not p.is_symlink():
+                import shutil
+
                 shutil.rmtree(p)
             elif p.exists() or p.is_symlink():
                 p.unlink()
@@ -103,7 +103,9 @@ def open_local(uri: str, option: str, legacy: tuple[str, ...]) -> WorkFolder | N
 
 def open_lake(uri: str, option: str = "--lake") -> WorkFolder | None:
     """A lake folder: new, empty, marked, or one an earlier changefeed wrote (its `_changefeed` is there)."""
-    return open_local(uri, option, LAKE_LEGACY)
+    from .spark.layout import META
+
+    return open_local(uri, option, (META,))
 
 
 def open_checkpoint(uri: str, option: str = "--checkpoint") -> WorkFolder | None:
@@ -131,7 +133,7 @@ def replacing(path: Path, option: str = "-o") -> Iterator[IO[bytes]]:
             yield f
         return
     mode = target.stat().st_mode & 0o7777 if target.is_file() and not target.is_symlink() else _default_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    fd, tmp = _new_part(target)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             yield f
@@ -141,6 +143,18 @@ def replacing(path: Path, option: str = "-o") -> Iterator[IO[bytes]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _new_part(target: Path) -> tuple[int, str]:
+    """A new file beside the target, open for writing, as `tempfile.mkstemp` makes one (mode 0o600, a name no
+    other file has), without loading tempfile."""
+    for _ in range(100):
+        tmp = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.part")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free name for a temporary file beside {target}")
 
 
 def _default_mode() -> int:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import random
+import re
 
 import orjson
 import pytest
 
 from changefeed.canal.blockdecode import BlockDecoder
-from changefeed.canal.blocks import BlockEncoder
+from changefeed.canal.blocks import BlockEncoder, _possessive, check_range
 from changefeed.canal.lines import LineDecoder, LineEncoder
 from changefeed.codecs import make_decoder, make_encoder
 from changefeed.errors import ChangefeedError
@@ -147,3 +148,75 @@ def test_line_numbers_and_blocks_of_the_source(cfg):
     with pytest.raises(ChangefeedError, match="line 78"):
         encode_lines(enc, read_lines(Pieces(b"\n".join(lines), 5000)), io.BytesIO(), lambda n: None, "fail",
                      DeadLetter(None))
+
+
+# values the decode block pattern reads up to a backslash and so lets by, each making its line not JSON (or not
+# UTF-8), and blob texts past latin-1 (one the very character that joins a blob column's texts): the column
+# checks must hand the line back, and the full path decides (same output, same dead letters)
+_NOT_JSON = [(b'\\"payload\\":\\"', b'\\"payload\\":\\"\xc4\x80'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\\\\u2028'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\xe2\x80\xa8'),
+             (b'\\"name\\":\\"', b'\\"name\\":\\"a"b'),  # a raw quote
+             (b'\\"name\\":\\"', b'\\"name\\":\\"a\\\\\\\\"'),  # a raw quote after an escaped backslash
+             (b'\\"note\\":\\"', b'\\"note\\":\\"\t'),  # a raw control character
+             (b'\\"name\\":\\"', b'\\"name\\":\\"a\nb'),  # a line's end inside a value
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\x01'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"a"b'),
+             (b'\\"payload\\":\\"', b'\\"payload\\":\\"\xff'),
+             (b'\\"name\\":\\"', b'\\"name\\":\\"\xc3('),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{\n'),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{\\"x\\":{},'),
+             (b'\\"sqlType\\":{', b'\\"sqlType\\":{"x":1,')]
+
+
+def test_decode_blocks_hand_back_lines_that_are_not_json(cfg, tmp_path):
+    opts = {"enable_tidb_extension": "true"}
+    messages = _encode(opts, b"\n".join(_run(360, deletes=False)) + b"\n", False, cfg).splitlines()
+    changed = 0
+    for k, (old, new) in enumerate(_NOT_JSON * 2):
+        at = 20 + 12 * k
+        # the row's value (the last of the name), not empty
+        while old not in messages[at] or messages[at][messages[at].rfind(old) + len(old):].startswith(b'\\",'):
+            at += 1
+        i = messages[at].rfind(old)
+        messages[at] = messages[at][:i] + new + messages[at][i + len(old):]
+        changed += 1
+    data = b"\n".join(messages) + b"\n"
+    got = []
+    for direct in (False, True):
+        dead = tmp_path / f"dead-{direct}.jsonl"
+        letters = DeadLetter(dead)
+        out = io.BytesIO()
+        counts = decode_lines(make_decoder(cfg(**opts)), read_lines(Pieces(data, 60_000)), out, lambda n: None,
+                              "skip", letters, direct=direct)
+        letters.close()
+        got.append((out.getvalue(), counts, dead.read_bytes()))
+    assert got[1] == got[0]
+    assert got[0][2].count(b"\n") >= changed  # each changed line (or both halves of a cut one) rejected
+    with pytest.raises(ChangefeedError, match="line 21"):
+        decode_lines(make_decoder(cfg(**opts)), read_lines(io.BytesIO(data)), io.BytesIO(), lambda n: None, "fail",
+                     DeadLetter(None))
+
+
+@pytest.mark.parametrize(("hi", "values", "null", "out"), [
+    ((1 << 32) - 1, [b"10000000000", b"5"], b"", {0}),  # longer than the top: not compared as text
+    ((1 << 32) - 1, [b"4294967295", b"4294967296", b"null"], b"null", {1}),
+    ((1 << 64) - 1, [b"18446744073709551615", b"18446744073709551616", b"", b"9"], b"", {1}),
+    (255, [b"null", b"256", b"255"], b"null", {1}),
+    (65535, [b"null", b"65535", b"0"], b"null", set()),
+])
+def test_check_range_of_unsigned_columns(hi, values, null, out):
+    bad: set[int] = set()
+    check_range(values, 0, hi, len(str(hi)) - 1, bad, null)
+    assert bad == out
+
+
+@pytest.mark.parametrize(("pattern", "want"), [
+    (rb"a{2}b", rb"a{2}+b"), (rb"(?:x|y)?z", rb"(?:x|y)?+z"), (rb"[a-z]*?q", rb"[a-z]*?q"),
+    (rb"\{\$b64\}", rb"\{\$b64\}"), (rb"[]a]+", rb"[]a]++"), (rb"[^]{]{1,3}", rb"[^]{]{1,3}+"), (rb"a++b", rb"a++b"),
+    (rb"(?P<n>-?[0-9]+(?:\.[0-9]+)?)", rb"(?P<n>-?+[0-9]++(?:\.[0-9]++)?+)"),
+])
+def test_possessive_quantifiers(pattern, want):
+    """The encode block pattern's quantifiers made possessive: classes, escapes, group openings and marks kept."""
+    assert _possessive(pattern) == want
+    assert re.compile(want).findall(b"aab zz -1.50 x") == re.compile(pattern).findall(b"aab zz -1.50 x")

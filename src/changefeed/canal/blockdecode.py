@@ -12,8 +12,9 @@ check refuses) is handed back, in place, for the per-line tiers. Pure functions 
 from __future__ import annotations
 
 import binascii
-import functools
 import re
+from codecs import escape_decode  # type: ignore[attr-defined]
+from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -33,15 +34,18 @@ _NUL = b"\x00"
 _Q = re.escape(b'\\"')  # a quote inside the message line's `value` string
 # a JSON string's content as Go writes it, inside the `value` string: raw characters, and the escapes whose
 # orjson form is known (Go's \u003c \u003e \u0026 \u2028 \u2029 \u0008 \u000c are rewritten, the rest kept)
-_RAW = rb'[^"\\\x00-\x1f]*+'
+# (raw characters read up to the next backslash: one byte compare each, where a class of bytes costs ~4 ns a byte;
+# a raw quote or control character is looked for in the column after, `_raw_ok`)
+_RAW = rb"[^\\]*+"
+_CTRL_QUOTE = bytes(range(32)) + b'"'
 _ESCAPE = (re.escape(b"\\\\") + rb"(?:" + re.escape(b'\\"') + rb"|" + re.escape(b"\\\\")
            + rb"|[nrtbf]|u00(?:0[0-8bcef]|1[0-9a-f]|26|3c|3e)|u202[89])")
 _CONTENT = _RAW + rb"(?:" + _ESCAPE + _RAW + rb")*+"
 _GO_TO_ORJSON = [(b"\\u003c", b"<"), (b"\\u003e", b">"), (b"\\u0026", b"&"), (b"\\u2028", "\u2028".encode()),
                  (b"\\u2029", "\u2029".encode()), (b"\\u0008", b"\\b"), (b"\\u000c", b"\\f")]
-# a sqlType object inside the `value` string (the pattern reads `\{[^{}\n]*\}`, and each text once is held to this)
+# a sqlType object inside the `value` string
+# (the block pattern reads `\{[^}]*+\}`, one byte compare each, and each text once is held to this)
 _SQL_TYPE = re.compile(rb'\{[^{}"\\\x00-\x1f]*+(?:' + _Q + rb'[^{}"\\\x00-\x1f]*+)*+\}')
-_B2A = functools.partial(binascii.b2a_base64, newline=False)
 _U64_DIGITS = len(str((1 << 64) - 1))
 
 
@@ -79,22 +83,23 @@ def _column(c: Any, parse: Any) -> tuple[bytes, _Column] | None:
     if fam is Family.INT:
         col = _Column("int")
         col.lo, col.hi = c.type.int_range()
-        digits, col.safe = _int_digits(col.lo, col.hi)
-        return rb"(?:null|" + _Q + digits.encode() + _Q + rb")", col
+        _, col.safe = _int_digits(col.lo, col.hi)
+        digits = rb"(0|-?+[1-9][0-9]{0,19}+)" if col.lo < 0 else rb"(0|[1-9][0-9]{0,19}+)"
+        return rb"(?:null|" + _Q + digits + _Q + rb")", col
     if fam is Family.ENUM:
         col = _Column("enum")
         if c.type.elements:
             col.names = {b"%d" % n: orjson.dumps(e) for n, e in enumerate(("",) + c.type.elements)}
         col.names[b""] = b"null"
-        return rb"(?:null|" + _Q + rb"(0|[1-9][0-9]{0,18})" + _Q + rb")", col
+        return rb"(?:null|" + _Q + rb"(0|[1-9][0-9]{0,18}+)" + _Q + rb")", col
     if fam in (Family.STRING, Family.JSON, Family.VECTOR) and parse is _as_text:
         return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("text")
     if fam is Family.BYTES:
         return rb"(null|" + _Q + _CONTENT + _Q + rb")", _Column("blob")
     if fam is Family.DECIMAL:
-        return rb"(?:null|" + _Q + rb"(-?[0-9]+(?:\.[0-9]+)?)" + _Q + rb")", _Column("plain")
+        return rb"(?:null|" + _Q + rb"(-?+[0-9]++(?:\.[0-9]++)?+)" + _Q + rb")", _Column("plain")
     if fam in (Family.DATETIME, Family.TIMESTAMP):
-        return rb"(?:null|" + _Q + f"({_YMD} {_HMS}(?:\\.[0-9]{{1,6}})?)".encode() + _Q + rb")", _Column("plain")
+        return rb"(?:null|" + _Q + f"({_YMD} {_HMS}(?:\\.[0-9]{{1,6}}+)?+)".encode() + _Q + rb")", _Column("plain")
     return None
 
 
@@ -122,14 +127,16 @@ class BlockDecodePlan:
         # the constant texts (the message's head, its mysqlType) are skipped by their length and compared after,
         # as groups (a regular expression compares a literal byte by byte, slower than reading the row)
         self.head_text, self.mid_text = escaped(head.encode()), escaped(mid.encode() + b"{")
+        # (every quantifier possessive: none gives back what it read, which spares the engine its backtracking
+        # marks, ~15% of the pass)
         # groups: 1 the head, 2 the type, 3 es, 4 sqlType, 5 mysqlType and the rest, then one per column, then the
         # _tidb commitTs
         self.pattern = re.compile(
             rb'(?m)^(?:\{"key":null,"value":"((?s:.{%d}))' % len(self.head_text) + rb"(INSERT|DELETE)"
-            + text(b'","es":') + rb"(0|[1-9][0-9]{0,18})" + text(b',"ts":') + rb"-?(?:0|[1-9][0-9]{0,19})"
-            + text(b',"sql":"","sqlType":') + rb"(\{[^{}\n]*+\})"
+            + text(b'","es":') + rb"(0|[1-9][0-9]{0,18}+)" + text(b',"ts":') + rb"-?+(?:0|[1-9][0-9]{0,19}+)"
+            + text(b',"sql":"","sqlType":') + rb"(\{[^}]*+\})"
             + rb"((?s:.{%d}))" % len(self.mid_text) + b",".join(parts) + re.escape(escaped(b"}]"))
-            + rb"(?:" + text(b',"_tidb":{"commitTs":') + rb"(0|[1-9][0-9]{0,19})\})?" + rb'\}"\}|.*)$')
+            + rb"(?:" + text(b',"_tidb":{"commitTs":') + rb"(0|[1-9][0-9]{0,19}+)\})?+" + rb'\}"\}|.*+)$')
         keys = [(b"," if i else b"{") + orjson.dumps(name) + b":" for i, name in enumerate(shape.names)]
         self.keys = keys
         self.heads = {b"INSERT": b'{"kind":"insert","commitTs":', b"DELETE": b'{"kind":"delete","commitTs":'}
@@ -151,31 +158,99 @@ class BlockDecodePlan:
         return ok
 
 
-def _convert(col: _Column, values: list[bytes], bad: set[int]) -> list[bytes]:
-    """A column's matched texts (inside the `value` string) as JSON values of an event line."""
+def _convert(col: _Column, values: tuple[bytes, ...], bad: set[int]) -> tuple[Sequence[bytes], bytes, bytes]:
+    """A column's matched texts (inside the `value` string) as JSON values of an event line, with the constant
+    text that goes before and after each (a decimal or datetime column without a null goes out as it was matched,
+    its quotes put in the text beside it; so do a blob column's base64 texts and their object)."""
     kind = col.kind
-    if kind == "text":
-        _check_utf8(values, bad)
-        return _orjson_escapes(_unquoted(_NUL.join(values))).split(_NUL)
     if kind == "plain":
+        if all(values):  # (no null: an empty text; `in` would compare each value)
+            return values, b'"', b'"'
         out = (b'"' + b'"\x00"'.join(values) + b'"').split(_NUL)
-        return out if b"" not in values else [v if v != b'""' else b"null" for v in out]
+        return [v if v != b'""' else b"null" for v in out], b"", b""
+    if kind == "text":
+        joined = _unquoted_column(values, bad, _NUL)
+        if not joined.isascii():  # (undoing the escapes keeps UTF-8 as it is)
+            _check_utf8(list(values), bad)
+        return _orjson_escapes(joined).split(_NUL), b"", b""
     if kind == "int":
-        check_range(values, col.lo, col.hi, col.safe, bad, b"")
-        return values if b"" not in values else [v or b"null" for v in values]
+        check_range(values, col.lo, col.hi, col.safe, bad, b"")  # type: ignore[arg-type]
+        return (values if all(values) else [v or b"null" for v in values]), b"", b""
     if kind == "enum":
         out = list(map(col.names.get, values))
-        if None in out:
+        if not all(out):
             out = [v if v is not None else values[i] for i, v in enumerate(out)]
-        return out  # type: ignore[return-value]
+        return out, b"", b""  # type: ignore[return-value]
     return _blob_column(values, bad)
 
 
-def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
-    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}`: the column parsed as one JSON array."""
-    texts = orjson.loads(b"[" + _unquoted(b",".join(values)) + b"]")
+def _unquoted_raw(joined: bytes, seps: int) -> bytes | None:
+    """Joined strings (or nulls) of a column out of the `value` string (as `_unquoted`, in one C pass: the pattern
+    lets no other escape than `\\\\` and `\\"` by), or None when one holds a raw control character or a raw
+    quote (the pattern reads up to each backslash, and so lets them by: the line is not JSON). `seps`: the NULs
+    that join the values. Every backslash left is one that `\\\\` became, so the other escapes undone are the
+    quotes that were escaped: the quotes and control characters (one pass deletes both) are those and the NULs
+    exactly when there is no raw one."""
+    out = escape_decode(joined)[0]
+    escaped_quotes = len(joined) - len(out) - out.count(b"\\")
+    if len(joined) - len(joined.translate(None, _CTRL_QUOTE)) != escaped_quotes + seps:
+        return None
+    return out
+
+
+def _unquoted_column(values: Sequence[bytes], bad: set[int], sep: bytes) -> bytes:
+    """A column's strings (or nulls) joined by `sep`, out of the `value` string; a value that is not JSON (see
+    `_unquoted_raw`) is marked bad and read as null."""
+    seps = len(values) - 1 if sep == _NUL else 0
+    out = _unquoted_raw(sep.join(values), seps)
+    if out is not None:
+        return out
+    values = list(values)
+    for i, v in enumerate(values):
+        if _unquoted_raw(v, 0) is None:
+            bad.add(i)
+            values[i] = b"null"
+    return _unquoted_raw(sep.join(values), seps)  # type: ignore[return-value]
+
+
+_SEP = "\u0100"  # between a blob column's texts (past latin-1: a text that holds one is refused anyway)
+
+
+def _blob_texts(values: Sequence[bytes], bad: set[int]) -> list[str | None]:
+    """A blob column's latin-1 texts (None for null), by C calls over the column: the `value` string's escapes
+    undone (`_unquoted_raw`), then the JSON escapes the pattern lets by (\\", \\\\, \\n \\r \\t \\b \\f, \\uXXXX:
+    Python's escapes too) by `unicode_escape`, which reads other bytes as latin-1, so the UTF-8 of the text is
+    decoded after. Falls back to one value at a time (orjson) when a value is not JSON, not UTF-8 or past latin-1."""
+    sep = _SEP.encode()
+    joined = sep.join(values)
+    out = _unquoted_raw(joined, 0)
+    if out is not None:
+        try:
+            text = out.decode("unicode_escape").encode("latin-1").decode()
+        except UnicodeError:
+            text = ""
+        if text.count(_SEP) == len(values) - 1:
+            if b"null" not in values:
+                return text[1:-1].split(f'"{_SEP}"')  # type: ignore[return-value]
+            return [None if t == "null" else t[1:-1] for t in text.split(_SEP)]
+    texts: list[str | None] = []
+    for i, v in enumerate(values):
+        got = _unquoted_raw(v, 0)
+        try:
+            texts.append(None if got is None else orjson.loads(got))
+        except orjson.JSONDecodeError:
+            got = None
+            texts.append(None)
+        if got is None:
+            bad.add(i)
+    return texts
+
+
+def _blob_column(values: tuple[bytes, ...], bad: set[int]) -> tuple[Sequence[bytes], bytes, bytes]:
+    """canal-json's latin-1 text of bytes as the event line's `{"$b64":...}` (see `_convert`)."""
+    texts = _blob_texts(values, bad)
     try:
-        raw = list(map(str.encode, texts, repeat("latin-1")))
+        raw = list(map(str.encode, texts, repeat("latin-1")))  # type: ignore[arg-type]
     except (TypeError, UnicodeEncodeError):  # a null, or a character past latin-1
         raw = []
         for i, t in enumerate(texts):
@@ -184,10 +259,11 @@ def _blob_column(values: list[bytes], bad: set[int]) -> list[bytes]:
             except UnicodeEncodeError:
                 bad.add(i)
                 raw.append(b"")
-    out = (b'{"$b64":"' + b'"}\x00{"$b64":"'.join(map(_B2A, raw)) + b'"}').split(_NUL)
-    if None in texts:
-        out = [b"null" if t is None else o for t, o in zip(texts, out, strict=True)]
-    return out
+    # (b2a_base64 ends each text with a newline)
+    coded = b"".join(map(binascii.b2a_base64, raw)).splitlines()
+    if None not in texts:
+        return coded, b'{"$b64":"', b'"}'
+    return [b"null" if t is None else b'{"$b64":"' + o + b'"}' for t, o in zip(texts, coded, strict=True)], b"", b""
 
 
 def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
@@ -198,9 +274,11 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
         return None, None, 0, 0
     found, columns, bad, everything = got
     m, n = len(columns[0]), len(found)
-    for text in set(columns[3]):
-        if not bp.sql_type_ok(text):
-            bad.update(i for i, t in enumerate(columns[3]) if t == text)
+    types = columns[3]
+    if types.count(types[0]) != m or not bp.sql_type_ok(types[0]):  # (most blocks have one: no hashing)
+        for text in set(types):
+            if not bp.sql_type_ok(text):
+                bad.update(i for i, t in enumerate(types) if t == text)
     columns = columns[1:]
     commit = columns[-1]
     if all(commit):
@@ -214,20 +292,30 @@ def decode_block(bp: BlockDecodePlan, block: bytes) -> BlockResult:
     kinds = columns[0]
     width = 2 * len(bp.cols) + 3
     parts: list[Any] = [None] * (m * width)
-    parts[0::width] = list(map(bp.heads.__getitem__, kinds))
+    inserts = kinds.count(b"INSERT")
+
+    def by_kind(pieces: dict[bytes, bytes]) -> list[bytes]:
+        """Each row's piece of its kind (a block of inserts: one piece, no lookups)."""
+        return [pieces[b"INSERT"]] * m if inserts == m else list(map(pieces.__getitem__, kinds))
+
+    parts[0::width] = by_kind(bp.heads)
     parts[1::width] = ts
-    parts[2::width] = list(map(bp.mids.__getitem__, kinds))
+    conv = [_convert(col, values, bad) for col, values in zip(bp.cols, columns[4:-1], strict=True)]
+    pre, post = conv[0][1], conv[-1][2]
+    parts[2::width] = by_kind(bp.mids if not pre else {k: v + pre for k, v in bp.mids.items()})
     at = 3
-    for j, col in enumerate(bp.cols):
+    for j, (values, pre, _) in enumerate(conv):
         if j:
-            parts[at::width] = [bp.keys[j]] * m
+            parts[at::width] = [conv[j - 1][2] + bp.keys[j] + pre] * m
             at += 1
-        parts[at::width] = _convert(col, list(columns[4 + j]), bad)
+        parts[at::width] = values
         at += 1
-    parts[at::width] = list(map(bp.tails.__getitem__, kinds))
+    parts[at::width] = by_kind(bp.tails if not post else {k: post + v for k, v in bp.tails.items()})
     out = b"".join(parts)
     if everything and not bad:
-        return out, None, n, kinds.count(b"INSERT")
+        return out, None, n, inserts
+    if block.count(b"\n") + 1 != n:  # a bad value read across a line's end: the lines found are not the block's
+        return None, None, 0, 0
     return None, placed_lines(out, bad, found), n, 0
 
 

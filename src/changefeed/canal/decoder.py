@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -20,8 +20,10 @@ from ..ddl import CANAL_DDL_TYPES, action_from_canal, drops
 from ..errors import DecodeError, field_offset, json_object
 from ..model import Column, Event, Index, Kind, Row, TableInfo
 from ..mysqltypes import ColumnType, TypeParseError, ValueError_, make_text_parser
-from ..sqlschema import SchemaError, SchemaTracker
 from ..tso import PHYSICAL_SHIFT
+
+if TYPE_CHECKING:
+    from ..sqlschema import SchemaTracker
 
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
 _UPDATE = Kind.UPDATE
@@ -84,12 +86,22 @@ class CanalJSONDecoder:
         self.config = config or CodecConfig()
         self._claim_check = claim_check
         self._shapes: dict[tuple, _Shape] = {}
-        self._tracker = SchemaTracker()  # table definitions learnt from the DDL in the stream
+        # table definitions learnt from the DDL in the stream (made at the first: its SQL reader is ~7 ms of the
+        # start of a command that may read none)
+        self._schemas: SchemaTracker | None = None
         self._fast: dict[tuple[str, str], _Shape] = {}  # the last full-row shape of each table
         self._history: dict[tuple[str, str], list[TableInfo]] = {}
         # the DDL applied, by (commit ts, database, table, statement): a copy sent again is not applied twice
         self._applied: dict[tuple[int, str, str, str], tuple[TableInfo | None, TableInfo | None]] = {}
         self._compression = self.config.large_message_handle_compression
+
+    @property
+    def _tracker(self) -> SchemaTracker:
+        if self._schemas is None:
+            from ..sqlschema import SchemaTracker
+
+            self._schemas = SchemaTracker()
+        return self._schemas
 
     def remember(self, t: TableInfo) -> None:
         """Learn a table definition from earlier DDL (a consumer resuming, or one running in pieces).
@@ -224,6 +236,8 @@ class CanalJSONDecoder:
             return Event(kind=Kind.DDL, commit_ts=commit_ts, query=query, ddl_type=action, table=done[1],
                          pre_table=done[0])
         self._forget(schema, table)
+        from ..sqlschema import SchemaError
+
         try:
             before, after = self._tracker.apply(query, default_schema=schema)
         except SchemaError:
@@ -295,7 +309,7 @@ class CanalJSONDecoder:
 
         It carries what canal-json leaves out: enum/set members, nullability, defaults, indexes.
         """
-        current = self._tracker.get(schema, tname)
+        current = self._schemas.get(schema, tname) if self._schemas is not None else None
         for t in [current, *reversed(self._history.get((schema, tname), []))]:
             if t is not None and self._agrees(t, names, mysql_types, pk):
                 return t
