@@ -145,7 +145,11 @@ class DeltaLogs:
         commit; False: a table is already there."""
         w, where = self._writer(path)
         self.forget(path)
-        return w.create(where, schema_json, configuration)
+        made = w.create(where, schema_json, configuration)
+        if made and self._rs is not None and w is self._rs and self._rs.direct:
+            # written as the log's first file (`logfile.creation`): its files known without reading it back
+            self._files[path] = self._rs.created(schema_json, configuration)
+        return made
 
     def appends(self, path: str) -> bool:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""
