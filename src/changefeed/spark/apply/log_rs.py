@@ -145,6 +145,29 @@ class RustLog:
         meta = {"partitionColumns": [], "configuration": configuration, "schemaString": schema}
         return TableFiles(0, schema, {}, refusal(logfile.PLAIN_PROTOCOL["protocol"], meta, []), dict(configuration))
 
+    def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
+        """`create` of many plain tables (path, schema, properties), their first log files written at once
+        (`put_all_if_absent`: one wait for the disk, or PUTs in flight together); False where a table is there."""
+        if not self.direct or not tables:
+            return [self.create(*t) for t in tables]
+        now = int(time.time() * 1000)
+        by: dict[int, tuple[LogFiles, list[int]]] = {}  # per store (the local disk, a bucket's): its tables
+        for i, (path, _, _) in enumerate(tables):
+            files = self.files(path)
+            files.prepare(path)
+            by.setdefault(id(files), (files, []))[1].append(i)
+        out = [False] * len(tables)
+        for files, idx in by.values():
+            try:
+                made = files.put_all_if_absent([(_log_file(tables[i][0], 0),
+                                                 logfile.creation(tables[i][1], tables[i][2], now)) for i in idx])
+            except logfile.NoLinks:
+                self.direct = False  # delta-rs commits from now on
+                made = [self.create(*tables[i]) for i in idx]
+            for i, m in zip(idx, made, strict=True):
+                out[i] = m
+        return out
+
     def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
         """A plain table (protocol 1/2) of that schema and properties; False: a table is already there."""
         from deltalake import DeltaTable, Schema
