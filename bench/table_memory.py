@@ -136,23 +136,33 @@ def main() -> None:
         return
     print(f"driver memory per table: the many-tables workload, {args.per_table} changes per table, "
           f"{args.batches} micro-batches, Spark local[2], spark.driver.memory=1g; each count in its own process")
+    print_table(run([int(x) for x in args.tables.split(",")], args.per_table, args.batches))
+
+
+def run(counts: list[int], per_table: int = 2, batches: int = 2) -> list[dict[str, Any]]:
+    """The readings of each table count, each in a process of its own."""
     rows = []
-    for n in [int(x) for x in args.tables.split(",")]:
+    for n in counts:
         print(f"  [{time.strftime('%H:%M:%S')}] {n} tables (load {os.getloadavg()[0]:.1f})", flush=True)
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--per-table", str(args.per_table),
-                              "--batches", str(args.batches)], capture_output=True, text=True, check=False)
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--per-table", str(per_table),
+                              "--batches", str(batches)], capture_output=True, text=True, check=False)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if out.returncode or not lines:
-            sys.exit(f"error: the run over {n} tables failed: {out.stderr.strip().splitlines()[-1:]}")
+            raise RuntimeError(f"the run over {n} tables failed: {out.stderr.strip().splitlines()[-1:]}")
         rows.append(json.loads(lines[-1][7:]))
         print("    " + json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'tables':>8} {'run s':>7} {'py RSS +MB':>11} {'B/table':>8} {'traced MB':>10} {'B/table':>8} "
-          f"{'JVM heap +MB':>13} {'B/table':>8} {'heap MB':>8}")
+          f"{'JVM heap +MB':>13} {'B/table':>8} {'heap MB':>8} {'py RSS MB':>10}")
     for r in rows:
         n = r["tables"]
         print(f"{n:>8,} {r['seconds']:>7.1f} {r['rss_mb']:>11.1f} {r['rss_mb'] * 2**20 / n:>8,.0f} "
               f"{r['traced_mb']:>10.1f} {r['traced_mb'] * 2**20 / n:>8,.0f} {r['heap_mb']:>13.1f} "
-              f"{r['heap_mb'] * 2**20 / n:>8,.0f} {r['heap_total_mb'] or 0:>8.0f}")
+              f"{r['heap_mb'] * 2**20 / n:>8,.0f} {r['heap_total_mb'] or 0:>8.0f} {r['rss_total_mb']:>10.0f}")
+    print("  (+MB: grown from before the run to the end of its last micro-batch; heap: in use after a full GC)")
 
 
 if __name__ == "__main__":
