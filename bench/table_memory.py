@@ -79,7 +79,12 @@ def structures(a: Any) -> dict[str, Any]:
     logs = a.store.logs
     rs = logs._rs
     kept = a.writers.multi.kept
-    return {"definitions": len(a.catalog.defs), "known columns": len(a.catalog.known),
+    import pyarrow as pa
+
+    kept_held = sum(r[2].get_total_buffer_size() for r in list(kept._rows.values()))
+    return {"arrow pool MB": round(pa.total_allocated_bytes() / 2**20, 1),
+            "kept rows held MB": round(kept_held / 2**20, 1),
+            "definitions": len(a.catalog.defs), "known columns": len(a.catalog.known),
             "table files": len(logs._files), "versions": len(a.store._versions),
             "delta-rs tables open": len(rs._open) if rs is not None else 0,
             "kept rows tables": len(kept._rows), "kept rows MB": round(kept._bytes / 2**20, 1)}
