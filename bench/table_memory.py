@@ -46,6 +46,21 @@ def rss_mb() -> float:
     return 0.0
 
 
+def trimmed_rss_mb() -> float:
+    """The resident size once the allocators gave back what they hold free (glibc's `malloc_trim`, Arrow's pool):
+    what is left is in use, not retained from an earlier peak."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    return rss_mb()
+
+
 def consume(spark: Any, where: str, topic: str, lake: Path, per_batch: int, at_end: Any = None) -> int:
     """Consume the topic into `lake`; `at_end(applier)` is called at the end of the last micro-batch, with the
     consumer still holding what it keeps. The number of micro-batches."""
@@ -107,7 +122,7 @@ def one(tables: int, per_table: int, batches: int) -> dict[str, Any]:
         per_batch = (tables * per_table + tables) // batches + 1  # as many_tables.py splits its topic
         gc.collect()
         heap0 = heap_after_gc(jvm)
-        rss0 = rss_mb()
+        rss0 = trimmed_rss_mb()
         tracemalloc.start()
         got: dict[str, Any] = {}
 
@@ -115,6 +130,7 @@ def one(tables: int, per_table: int, batches: int) -> dict[str, Any]:
             gc.collect()
             got["traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
             got["rss_mb"] = rss_mb() - rss0
+            got["rss_trimmed_mb"] = trimmed_rss_mb() - rss0
             got["heap_mb"] = (heap_after_gc(jvm) or 0.0) - (heap0 or 0.0)
             got["heap_total_mb"] = heap_after_gc(jvm)
             got["rss_total_mb"] = rss_mb()
@@ -160,14 +176,16 @@ def run(counts: list[int], per_table: int = 2, batches: int = 2) -> list[dict[st
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"{'tables':>8} {'run s':>7} {'py RSS +MB':>11} {'B/table':>8} {'traced MB':>10} {'B/table':>8} "
-          f"{'JVM heap +MB':>13} {'B/table':>8} {'heap MB':>8} {'py RSS MB':>10}")
+    print(f"{'tables':>8} {'run s':>7} {'py RSS +MB':>11} {'trimmed':>8} {'B/table':>8} {'traced MB':>10} "
+          f"{'B/table':>8} {'JVM heap +MB':>13} {'B/table':>8} {'heap MB':>8} {'py RSS MB':>10}")
     for r in rows:
         n = r["tables"]
-        print(f"{n:>8,} {r['seconds']:>7.1f} {r['rss_mb']:>11.1f} {r['rss_mb'] * 2**20 / n:>8,.0f} "
+        print(f"{n:>8,} {r['seconds']:>7.1f} {r['rss_mb']:>11.1f} {r['rss_trimmed_mb']:>8.1f} "
+              f"{r['rss_trimmed_mb'] * 2**20 / n:>8,.0f} "
               f"{r['traced_mb']:>10.1f} {r['traced_mb'] * 2**20 / n:>8,.0f} {r['heap_mb']:>13.1f} "
               f"{r['heap_mb'] * 2**20 / n:>8,.0f} {r['heap_total_mb'] or 0:>8.0f} {r['rss_total_mb']:>10.0f}")
-    print("  (+MB: grown from before the run to the end of its last micro-batch; heap: in use after a full GC)")
+    print("  (+MB: grown from before the run to the end of its last micro-batch; trimmed: once the allocators gave "
+          "back their free memory, B/table of that; heap: in use after a full GC)")
 
 
 if __name__ == "__main__":
