@@ -37,9 +37,9 @@ class DdlApplier:
         self.lake.create_table(path, lambda: self.proj.schema(t), version)
 
     def create_all(self, steps: list[tuple[Ddl, int]]) -> None:
-        """The new tables of a run of CREATE TABLE (each DDL, its version) made at once (`Lake.create_tables`);
-        `apply` of each then finds its table made. One that cannot be made so is left to its `apply` (which
-        reports it as that DDL's failure)."""
+        """The new plain tables of a run of CREATE TABLE (each DDL, its version) made at once (`Lake.create_tables`);
+        `apply` of each then finds its table made. One that is not made so is left to its `apply` (which makes it,
+        or reports it as that DDL's failure)."""
         lake = self.lake
         todo: list[tuple[str, Callable[[], Any], int]] = []
         for d, version in steps:

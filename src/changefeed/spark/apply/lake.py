@@ -233,18 +233,16 @@ class Lake:
             self.committed(path, version)
 
     def create_tables(self, tables: list[tuple[str, Callable[[], Any], int]]) -> None:
-        """`create_table` of many (path, schema_of, version): the plain new ones made at once (`logs.create_many`:
-        a database's first micro-batch creates its tables, each first log file waiting for the disk took ~6 ms
-        one after another), the others one by one."""
+        """The plain new tables among (path, schema_of, version) made at once as `create_table` makes each
+        (`logs.create_many`: a database's first micro-batch creates its tables, each first log file waiting for
+        the disk took ~6 ms one after another); the others are left to `create_table` (Delta's CREATE TABLE,
+        which the caller's writer threads run side by side)."""
         plain: list[tuple[str, Any, int]] = []
         for path, schema_of, version in tables:
-            if path in self._tables:
+            if path in self._tables or self.exists(path):
                 continue
-            schema = schema_of() if not self.exists(path) else None
-            if schema is None or features.creation_properties(schema.fieldNames()) \
-                    or not all(_plain(f.dataType) for f in schema.fields):
-                self.create_table(path, schema_of, version)
-            else:
+            schema = schema_of()
+            if not features.creation_properties(schema.fieldNames()) and all(_plain(f.dataType) for f in schema.fields):
                 plain.append((path, schema, version))
         made = self.logs.create_many([(p, sc.json(), {self.ddl_property: str(v)}) for p, sc, v in plain])
         for (path, schema, version), ok in zip(plain, made, strict=True):
