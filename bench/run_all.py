@@ -14,11 +14,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import binlog_capture  # noqa: E402
 import canal_json  # noqa: E402
+import creation  # noqa: E402
 import debezium  # noqa: E402
 import kafka  # noqa: E402
 import many_tables  # noqa: E402
 import simple  # noqa: E402
 import spark_pipeline  # noqa: E402
+import table_memory  # noqa: E402
 
 
 def main() -> None:
@@ -29,6 +31,10 @@ def main() -> None:
     ap.add_argument("--spark-changes", type=int, default=1_000_000, help="changes for the Spark pipeline benchmark")
     ap.add_argument("--many-changes", type=int, default=20_000, help="changes for the many-tables benchmark")
     ap.add_argument("--many-tables", default="4,200", help="table counts of the many-tables benchmark (0: leave out)")
+    ap.add_argument("--creation-tables", type=int, default=1000,
+                    help="tables of the first micro-batch that creates them, beside 4 (0: leave out)")
+    ap.add_argument("--memory-tables", default="1000,10000",
+                    help="table counts of the driver's memory per table (0: leave out)")
     ap.add_argument("--fresh-transactions", type=int, default=6000,
                     help="transactions of the freshness benchmark (`changefeed run --rate`; 0: leave out)")
     ap.add_argument("--fresh-rate", type=int, default=250, help="events/s the freshness benchmark's source sends")
@@ -62,6 +68,13 @@ def main() -> None:
         print(f"the same {args.many_changes:,} changes over {counts} tables (cost follows changes, not tables):")
         many_tables.print_table(args.many_changes, many_tables.run(args.many_changes, counts, 4,
                                                                          s3=not args.no_s3))
+    if not args.no_kafka and args.creation_tables > 0:
+        print(f"a database's first micro-batch: {args.creation_tables:,} new tables beside 4, the same changes:")
+        creation.print_table(creation.run(args.creation_tables, 4000))
+    memory = [int(x) for x in args.memory_tables.split(",") if int(x) > 0]
+    if not args.no_kafka and memory:
+        print(f"the driver's memory per table ({memory} tables, each in a process of its own):")
+        table_memory.print_table(table_memory.run(memory))
     if args.fresh_transactions > 0:
         # in a process of its own, as a user runs `changefeed run`: in this one, after the Spark benchmarks above,
         # the same run measured a median lag of 20.5 s against 5.5 s alone (one JVM's heap and caches
@@ -80,7 +93,9 @@ def main() -> None:
     print("           binlog = mysql-replication's raw BinLogStreamReader over the same binlog (the reader's ceiling)")
     print("           kafka = a bare confluent-kafka producer sending the same values pre-encoded (the ceiling)")
     print("           Kafka->Delta = a pickled Python UDF with json.loads and a plain MERGE per micro-batch, "
-          "same topic and batches")
+          "same topic and batches;")
+    print("           and from_json with the table's columns, the last change per key by a window, one MERGE per "
+          "micro-batch, all on the JVM")
 
 
 if __name__ == "__main__":

@@ -70,3 +70,14 @@ def test_a_column_mapped_tables_rows_are_written_under_physical_names_and_field_
     back = pq.read_table(tmp_path / name)
     assert back.column_names == ["id", "note"] and back.column("note").to_pylist() == ["a", None]
     assert [f.metadata[b"PARQUET:field_id"] for f in back.schema] == [b"1", b"2"]
+
+
+def test_a_kept_slice_holds_only_its_own_rows() -> None:
+    result = pa.table({"__t": [i % 1000 for i in range(200_000)], "v": [f"row {i}" for i in range(200_000)]})
+    parts = driverfiles.split(result, "__t", 1000)  # slices of the sorted result
+    kept = driverfiles.Kept()
+    kept.put("t7", 1, ["a"], parts[7])
+    got = kept.get("t7", 1, ["a"])
+    assert got is not None and got.equals(parts[7])
+    # what it holds is about what it counts, not the whole result's buffers
+    assert got.get_total_buffer_size() < 4 * parts[7].nbytes + 4096 < result.get_total_buffer_size() // 50

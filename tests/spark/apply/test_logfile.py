@@ -181,3 +181,43 @@ def test_a_rewrite_goes_on_top_of_a_compaction_or_vacuum_that_came_between(tmp_p
     with pytest.raises(ApplyError, match="changed the table"):
         log.commit(str(path), before, [_file(path, "part-00000-z-c000.snappy.parquet", [(5, "z")])], 10, "app")
     assert _rows(path) == [(0, "new"), (2, "new")]
+
+
+def test_a_created_tables_files_are_what_reading_its_log_gives(tmp_path: Path) -> None:
+    log, path = RustLog(), tmp_path / "t"
+    spark_json = ('{"fields":[{"metadata":{},"name":"id","nullable":false,"type":"long"},'
+                  '{"metadata":{},"name":"name","nullable":true,"type":"string"}],"type":"struct"}')  # Spark's order
+    conf = {"changefeed.app.ddlVersion": "5"}
+    assert log.create(str(path), spark_json, conf)
+    assert log.created(spark_json, conf) == RustLog().read(str(path), None)  # schema text included: grouped by it
+
+
+def test_tables_kept_open_are_bounded_least_recently_used_first(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(RustLog, "KEEP", 2)
+    log = RustLog()
+    paths = [str(tmp_path / f"t{i}") for i in range(3)]
+    for p in paths:
+        log.create(p, SCHEMA, {})
+    log.txn_version(paths[0], "app", "p")
+    log.txn_version(paths[1], "app", "p")
+    log.txn_version(paths[0], "app", "p")  # used again: the least recently used is now t1
+    log.txn_version(paths[2], "app", "p")
+    assert list(log._open) == [paths[0], paths[2]]
+    first = _file(Path(paths[1]), "part-00000-a-c000.snappy.parquet", [(1, "a")])
+    assert log.commit(paths[1], log.read(paths[1], None), [first], 3, "app") == 1  # a closed table opens again
+    assert log.txn_version(paths[1], "app", "p") == 3 and len(log._open) == 2
+
+
+def test_many_tables_created_at_once_read_back_and_one_already_there_is_left(tmp_path: Path) -> None:
+    log = RustLog()
+    paths = [str(tmp_path / f"t{i}") for i in range(5)]
+    assert log.create(paths[2], SCHEMA, {"mine": "no"})  # made before (another writer's)
+    before = (Path(paths[2]) / "_delta_log" / "00000000000000000000.json").read_bytes()
+    made = log.create_many([(p, SCHEMA, {"changefeed.app.ddlVersion": str(i)}) for i, p in enumerate(paths)])
+    assert made == [True, True, False, True, True]
+    assert (Path(paths[2]) / "_delta_log" / "00000000000000000000.json").read_bytes() == before  # left as it was
+    for i, p in enumerate(paths):
+        dt = DeltaTable(p)
+        assert dt.version() == 0 and [f.name for f in dt.schema().fields] == ["id", "name"]
+        assert dt.metadata().configuration == ({"mine": "no"} if i == 2 else {"changefeed.app.ddlVersion": str(i)})
+        assert not [n for n in os.listdir(Path(p) / "_delta_log") if n.endswith(".tmp")]

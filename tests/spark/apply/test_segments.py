@@ -99,3 +99,22 @@ def test_a_rename_or_a_schema_ddl_stands_alone():
 
 def test_the_same_table_name_in_two_databases_is_two_tables():
     assert ddl_groups([_on("a", ts=1), _on("a", ts=2, db="other")]) == [[0, 1]]
+
+
+def test_later_ddls_of_a_table_are_those_after_the_step_that_touch_it():
+    from changefeed.spark.apply.segments import _later_ddls, touches
+
+    def ddl(db: str, tbl: str, ts: int, kind: str = "ActionAddColumn") -> Ddl:
+        return Ddl(ts, f"-- {kind} {db}.{tbl}", kind, db, tbl, None, None)
+
+    ddls = [ddl("db", "a", 1), ddl("db", "b", 2), ddl("db", "a", 3), ddl("db", "", 4, "ActionDropSchema"),
+            ddl("other", "a", 5), ddl("db", "c", 6)]
+    tables = {("db", "a"): 1, ("db", "b"): 1, ("other", "a"): 1}  # db.c has no rows: touched by none
+    later = _later_ddls(ddls, tables)
+    for step in range(len(ddls)):
+        for table in tables:
+            # the definition: every later DDL asked whether it touches the table
+            assert later(table, step) == [x for x in ddls[step + 1:] if table in touches(x, tables)]
+    assert later(("db", "a"), 0) == [ddls[2], ddls[3]]
+    assert later(("other", "a"), 0) == [ddls[4]]
+    assert later(("db", "c"), 0) == []

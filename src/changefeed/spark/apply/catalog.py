@@ -149,13 +149,21 @@ class TableCatalog:
 
     def learn(self, rows: list[Any]) -> None:
         """Take control rows (`control_rows`, in their order): DDL to apply, or definitions to hold."""
+        parsed: dict[str, TableInfo] = {}  # a DDL's copies (one per partition) carry the same definitions
+
+        def table(text: str | None) -> TableInfo | None:
+            if not text:
+                return None
+            t = parsed.get(text)
+            if t is None:
+                t = parsed[text] = table_from_json(orjson.loads(text))
+            return t
+
         for r in rows:
             if r["kind"] == "ddl" or r["_truncate"]:
                 dtype = "ActionTruncateTable" if r["_truncate"] else r["ddl_type"] or ""
                 d = Ddl(r["commit_ts"], r["ddl"] or f"TRUNCATE TABLE {r['database']}.{r['table']}", dtype,
-                        r["database"], r["table"],
-                        table_from_json(orjson.loads(r["table_def"])) if r["table_def"] else None,
-                        table_from_json(orjson.loads(r["pre_table_def"])) if r["pre_table_def"] else None)
+                        r["database"], r["table"], table(r["table_def"]), table(r["pre_table_def"]))
                 copy = r["kind"] == "ddl" and r["topic"] is not None  # a broadcast copy, from its partition
                 if copy:
                     k = f"{r['topic']}/{r['partition']}"

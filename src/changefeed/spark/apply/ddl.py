@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...ddl import TABLE_RENAMING, changes_columns, drops_schema, drops_table, truncates
@@ -34,6 +35,24 @@ class DdlApplier:
     def create(self, t: TableInfo, path: str, version: int | None = None) -> None:
         """The table, unless the lake has it; `version`: created by a DDL, marked applied in the same commit."""
         self.lake.create_table(path, lambda: self.proj.schema(t), version)
+
+    def create_all(self, steps: list[tuple[Ddl, int]]) -> None:
+        """The new plain tables of a run of CREATE TABLE (each DDL, its version) made at once (`Lake.create_tables`);
+        `apply` of each then finds its table made. One that is not made so is left to its `apply` (which makes it,
+        or reports it as that DDL's failure)."""
+        lake = self.lake
+        todo: list[tuple[str, Callable[[], Any], int]] = []
+        for d, version in steps:
+            t = d.after
+            if t is None or not t.columns or d.ddl_type != "ActionCreateTable":
+                continue
+            path = lake.path(d.database or t.schema, d.table or t.table)
+            if lake.txn_version(path) < version and not lake.exists(path):
+                todo.append((path, lambda t=t: self.proj.schema(t), version))
+        try:
+            lake.create_tables(todo)
+        except Exception:  # noqa: BLE001 - each DDL's own `apply` makes its table again and says why it cannot
+            return
 
     def apply(self, d: Ddl, version: int) -> None:
         """A DDL applied as the table's commit `version`; a failure stops the consumer, or with

@@ -145,7 +145,32 @@ class DeltaLogs:
         commit; False: a table is already there."""
         w, where = self._writer(path)
         self.forget(path)
-        return w.create(where, schema_json, configuration)
+        made = w.create(where, schema_json, configuration)
+        if made and self._rs is not None and w is self._rs and self._rs.direct:
+            # written as the log's first file (`logfile.creation`): its files known without reading it back
+            self._files[path] = self._rs.created(schema_json, configuration)
+        return made
+
+    def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
+        """`create` of many tables (path, schema, properties): those delta-rs commits, at once (`RustLog.create_many`:
+        a database's first micro-batch creates its tables), the others one by one."""
+        out = [False] * len(tables)
+        rs: list[int] = []
+        for i, (path, schema_json, configuration) in enumerate(tables):
+            if self._rs is not None and self._writer(path)[0] is self._rs:
+                rs.append(i)
+            else:
+                out[i] = self.create(path, schema_json, configuration)
+        if rs and self._rs is not None:
+            wheres = []
+            for i in rs:
+                self.forget(tables[i][0])
+                wheres.append((self._writer(tables[i][0])[1], tables[i][1], tables[i][2]))
+            for i, made in zip(rs, self._rs.create_many(wheres), strict=True):
+                out[i] = made
+                if made and self._rs.direct:
+                    self._files[tables[i][0]] = self._rs.created(tables[i][1], tables[i][2])
+        return out
 
     def appends(self, path: str) -> bool:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""

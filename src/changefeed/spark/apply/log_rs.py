@@ -14,7 +14,9 @@ for a table's columns rather than Spark.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -46,11 +48,15 @@ class RustLog:
     calls and brought up to date only when its log holds a later commit: loading one from its log took about as
     long as the commit itself (a window over hundreds of tables commits each)."""
 
-    KEEP = 8192  # tables kept open at most (a lake of more starts over)
+    # tables kept open at most, the least recently used closed first: an open table holds its log's state in Rust
+    # memory (~50 KB for a small table: 10,000 tables took ~500 MB of the driver's; bench/table_memory.py), and a
+    # table written by this consumer's own commits needs none between its checkpoints
+    KEEP = 512
 
     def __init__(self, s3: Callable[[str], LogFiles | None] | None = None) -> None:
         self.s3 = s3
-        self._open: dict[str, Any] = {}
+        self._open: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
         # a table whose kept object is brought up to its own commit after it, off the commit's path
         self._following: dict[str, Future[None]] = {}
         self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
@@ -75,7 +81,10 @@ class RustLog:
         pending = self._following.pop(path, None)
         if pending is not None:
             pending.result()
-        dt = self._open.get(path)
+        with self._lock:  # (writer threads open tables at once)
+            dt = self._open.get(path)
+            if dt is not None:
+                self._open.move_to_end(path)
         files = self.files(path)
         if dt is not None:
             if files.exists(_log_file(path, dt.version() + 1)):
@@ -83,16 +92,19 @@ class RustLog:
             return dt
         from deltalake import DeltaTable
 
-        if len(self._open) >= self.KEEP:
-            self._open.clear()
-        dt = self._open[path] = DeltaTable(files.uri(path), storage_options=files.options)
+        dt = DeltaTable(files.uri(path), storage_options=files.options)
+        with self._lock:
+            self._open[path] = dt
+            while len(self._open) > self.KEEP:  # a table closed while another thread uses it stays usable
+                self._open.popitem(last=False)
         return dt
 
     def forget(self, path: str) -> None:
         pending = self._following.pop(path, None)
         if pending is not None:
             pending.exception()  # done with it either way: the table is read anew
-        self._open.pop(path, None)
+        with self._lock:
+            self._open.pop(path, None)
         self._checkpoint.pop(path, None)
         self._own.pop(path, None)
 
@@ -122,6 +134,39 @@ class RustLog:
         txn = dt.transaction_version(app_id)
         ddl = dt.metadata().configuration.get(prop)
         return max(-1 if txn is None else int(txn), -1 if ddl is None else int(ddl))
+
+    def created(self, schema_json: str, configuration: dict[str, str]) -> TableFiles:
+        """The files of a table `create` has just made as the log's first file (`direct`): what reading its log
+        back would give (the schema as delta-rs writes it), without opening it (a database's first micro-batch
+        creates its tables: each opened after took ~0.5 ms and ~50 KB of the driver's memory)."""
+        from deltalake import Schema
+
+        schema = Schema.from_json(schema_json).to_json()
+        meta = {"partitionColumns": [], "configuration": configuration, "schemaString": schema}
+        return TableFiles(0, schema, {}, refusal(logfile.PLAIN_PROTOCOL["protocol"], meta, []), dict(configuration))
+
+    def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
+        """`create` of many plain tables (path, schema, properties), their first log files written at once
+        (`put_all_if_absent`: one wait for the disk, or PUTs in flight together); False where a table is there."""
+        if not self.direct or not tables:
+            return [self.create(*t) for t in tables]
+        now = int(time.time() * 1000)
+        by: dict[int, tuple[LogFiles, list[int]]] = {}  # per store (the local disk, a bucket's): its tables
+        for i, (path, _, _) in enumerate(tables):
+            files = self.files(path)
+            files.prepare(path)
+            by.setdefault(id(files), (files, []))[1].append(i)
+        out = [False] * len(tables)
+        for files, idx in by.values():
+            try:
+                made = files.put_all_if_absent([(_log_file(tables[i][0], 0),
+                                                 logfile.creation(tables[i][1], tables[i][2], now)) for i in idx])
+            except logfile.NoLinks:
+                self.direct = False  # delta-rs commits from now on
+                made = [self.create(*tables[i]) for i in idx]
+            for i, m in zip(idx, made, strict=True):
+                out[i] = m
+        return out
 
     def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
         """A plain table (protocol 1/2) of that schema and properties; False: a table is already there."""

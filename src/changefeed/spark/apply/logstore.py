@@ -27,6 +27,7 @@ class LogFiles(Protocol):
     def exists(self, file: str) -> bool: ...
     def read(self, file: str) -> bytes | None: ...
     def put_if_absent(self, file: str, data: bytes) -> bool: ...
+    def put_all_if_absent(self, items: list[tuple[str, bytes]]) -> list[bool]: ...
     def put(self, file: str, data: bytes) -> None: ...
     def prepare(self, path: str) -> None: ...
 
@@ -51,12 +52,18 @@ class LocalFiles:
     def put_if_absent(self, file: str, data: bytes) -> bool:
         return logfile.put_if_absent(file, data)
 
+    def put_all_if_absent(self, items: list[tuple[str, bytes]]) -> list[bool]:
+        return logfile.put_all_if_absent(items)
+
     def put(self, file: str, data: bytes) -> None:
         with open(file, "xb") as f:
             f.write(data)
 
     def prepare(self, path: str) -> None:
         os.makedirs(os.path.join(path, "_delta_log"), exist_ok=True)
+
+
+PUT_THREADS = 16  # conditional PUTs in flight at once
 
 
 def bucket_key(path: str) -> tuple[str, str]:
@@ -91,6 +98,15 @@ class S3Files:
     def put_if_absent(self, file: str, data: bytes) -> bool:
         b, k = bucket_key(file)
         return self.http.put_if_absent(b, k, data)
+
+    def put_all_if_absent(self, items: list[tuple[str, bytes]]) -> list[bool]:
+        """Each file by its own conditional PUT, several requests at once (a database's tables created)."""
+        if len(items) <= 1:
+            return [self.put_if_absent(f, d) for f, d in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(PUT_THREADS, len(items)), thread_name_prefix="changefeed-put") as pool:
+            return list(pool.map(lambda item: self.put_if_absent(*item), items))
 
     def put(self, file: str, data: bytes) -> None:
         b, k = bucket_key(file)

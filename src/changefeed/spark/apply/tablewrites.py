@@ -71,7 +71,9 @@ class TableWriters:
         went at once; the DDL themselves stay sequential (Delta features turned on from several sessions at
         once are not something this consumer has been shown to get right), except a run of CREATE TABLE."""
         if len(steps) > 1 and all(s.ddl.ddl_type == "ActionCreateTable" for s in steps):
-            # new tables, each its own: created at once (a database's tables arrive as a run of these)
+            # new tables, each its own: created at once (a database's tables arrive as a run of these), their
+            # first log files made together (`DdlApplier.create_all`), then each DDL applied (finding its table)
+            self.ddl.create_all([(s.ddl, s.version) for s in steps])
             self._each(lambda s: self.ddl.apply(s.ddl, s.version), steps)
             return
         for s in steps:
