@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..caching import cache_in_session
 from ..objectstore import is_s3, put, put_if_absent
 from . import schedule
 from .backlog import Backlog
@@ -166,6 +167,7 @@ class ChangeApplier:
         trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
+        cache_in_session(changes.sparkSession)  # the batch's caches planned in its session, not in a clone
         changes = changes.persist()
         log: Appending | None = None
         try:
