@@ -24,6 +24,7 @@ tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,12 @@ class ChangeApplier:
         trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
+        # py4j's JavaObject and its JavaMembers refer to each other: a JVM object Python used is released only
+        # by a collection of Python's cycles, and a process with many long-lived objects runs a full one rarely.
+        # Meanwhile the JVM kept the earlier batches' DataFrames, their plans, broadcast hash relations (8 MB
+        # each) and local relations (a table's rows): a soak's heap after a full GC grew for it (bench/RESULTS.md)
+        gc.collect()
+        lap("python gc")
         cache_in_session(changes.sparkSession)  # the batch's caches planned in its session, not in a clone
         changes = changes.persist()
         log: Appending | None = None
