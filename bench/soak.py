@@ -187,16 +187,18 @@ def frozen_copy(pid: int, work: Path, dest: Path) -> None:
     (dest / "lake" / "_changefeed" / "owner.json").unlink(missing_ok=True)
 
 
-FIRST_APPLIED = re.compile(r"^batch \d+: ([0-9,]+) changes in")
+FIRST_APPLIED = re.compile(r"^batch \d+: ([0-9,]+) changes in.*\(([0-9.]+) s\)\s*$")
 
 
-def restart(copy: Path, log: Path) -> tuple[float | None, str]:
+def restart(copy: Path, log: Path) -> tuple[float | None, float | None, str]:
     """`changefeed consume` on a frozen copy of the run: seconds from its start to its first micro-batch that applied
-    changes (None: none did), and what it said last."""
+    changes (None: none did), the same less that batch's own seconds (how long the restart took before the batch: the
+    batch's own depends on how far behind the run was), and what it said last."""
     cmd = [sys.executable, "-m", "changefeed.cli", "consume", "--from", f"file://{copy / 'stream' / 'changes'}",
            "--lake", str(copy / "lake"), "--protocol", "canal-json", "--option", "enable-tidb-extension=true"]
     t0 = time.monotonic()
     first: float | None = None
+    before: float | None = None
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
@@ -207,8 +209,9 @@ def restart(copy: Path, log: Path) -> tuple[float | None, str]:
             m = FIRST_APPLIED.match(line)
             if first is None and m and int(m.group(1).replace(",", "")) > 0:
                 first = time.monotonic() - t0
+                before = max(0.0, first - float(m.group(2)))
         rc = proc.wait()
-    return first, (f"exit {rc}: {last}" if rc else "exit 0")
+    return first, before, (f"exit {rc}: {last}" if rc else "exit 0")
 
 
 def soak(minutes: float, rate: int, interval: float, work: Path,
@@ -263,11 +266,11 @@ def soak(minutes: float, rate: int, interval: float, work: Path,
     for which in ("first", "last"):
         copy = work.parent / f"restart-{which}"
         if copy.is_dir():
-            secs, said = restart(copy, work.parent / f"restart-{which}.log")
-            heap[f"restart {which}"] = secs
+            secs, before, said = restart(copy, work.parent / f"restart-{which}.log")
+            heap[f"restart {which}"] = before
             print(f"restart on the lake as of the {which} tenth's end: "
-                  + (f"{secs:.1f} s to the first applied micro-batch" if secs is not None else "no batch applied")
-                  + f" ({said})")
+                  + (f"{secs:.1f} s to the first applied micro-batch, {before:.1f} s before it started"
+                     if secs is not None and before is not None else "no batch applied") + f" ({said})")
             shutil.rmtree(copy, ignore_errors=True)
     return samples, rc, log.read_text(), heap
 
@@ -306,7 +309,7 @@ def report(samples: list[Sample], minutes: float, rate: int, heap: dict[str, flo
     if tenths_heap[4] is not None and tenths_heap[-1] is not None:  # a cache filling to its bound: flat after?
         rows.append(("jvm heap after GC, half -> end", tenths_heap[4], tenths_heap[-1]))
     if "restart first" in heap or "restart last" in heap:  # a restart that applied nothing: not flat
-        rows.append(("restart to 1st applied batch (s)", heap.get("restart first") or math.nan,
+        rows.append(("restart, s before its 1st batch", heap.get("restart first") or math.nan,
                      heap.get("restart last") or math.nan))
     for n in names:
         for i, what in ((0, "live files"), (1, "log since ckpt")):
