@@ -10,8 +10,13 @@ the last sample (from run's batch lines), the resident memory of the driver's Py
 snapshot (live files: what a reader lists) and the log entries since its last checkpoint (what a reader replays).
 Files on disk grow by design without `--vacuum-retention` (removed files stay until a VACUUM; log files for the
 30 days of `delta.logRetentionDuration`): the last sample's are printed for reference. The JVM's heap after a full
-GC (`jcmd GC.run`, then `jstat -gc`) is read at the end of the first tenth and at the end: a resident size that
-grows while that figure holds is the heap growing into its limit, not a leak.
+GC (`jcmd GC.run`, then `jstat -gc`) is read at the end of every tenth: a resident size that grows while that figure
+holds is the heap growing into its limit, not a leak.
+The time from a restart to the first applied micro-batch, as the lake stood at the end of the first tenth and at the
+end: each time the run's processes are stopped (SIGSTOP) while its folder is copied, as a crash would leave it (the
+copy's owner record removed: its consumer is gone), and after the run `changefeed consume` is started on each copy in
+turn (available-now: what the run had sent but not applied yet), timed from its start to its first micro-batch that
+applied changes. The two restarts run one after the other once the run is over, on an otherwise idle consumer.
 Printed: the timeline, then the first tenth of the run against the last tenth (lag and memory: their means; live
 files and log entries since a checkpoint: the last tenth's most against the first half's most: held, not growing).
 Issue 37: the last tenth no worse.
@@ -23,6 +28,8 @@ Issue 37: the last tenth no worse.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import re
 import shutil
@@ -164,6 +171,49 @@ def heap_after_gc(pid: int | None) -> float | None:
         return None
 
 
+def frozen_copy(pid: int, work: Path, dest: Path) -> None:
+    """The run's folder copied to `dest` while its processes are stopped: the stream, lake and checkpoint as a crash
+    at that moment leaves them (consistent with each other); the lake's owner record removed (its consumer is gone)."""
+    procs = tree(pid)
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGSTOP)
+    try:
+        shutil.copytree(work, dest, symlinks=True)
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGCONT)
+    (dest / "lake" / "_changefeed" / "owner.json").unlink(missing_ok=True)
+
+
+FIRST_APPLIED = re.compile(r"^batch \d+: ([0-9,]+) changes in.*\(([0-9.]+) s\)\s*$")
+
+
+def restart(copy: Path, log: Path) -> tuple[float | None, float | None, str]:
+    """`changefeed consume` on a frozen copy of the run: seconds from its start to its first micro-batch that applied
+    changes (None: none did), the same less that batch's own seconds (how long the restart took before the batch: the
+    batch's own depends on how far behind the run was), and what it said last."""
+    cmd = [sys.executable, "-m", "changefeed.cli", "consume", "--from", f"file://{copy / 'stream' / 'changes'}",
+           "--lake", str(copy / "lake"), "--protocol", "canal-json", "--option", "enable-tidb-extension=true"]
+    t0 = time.monotonic()
+    first: float | None = None
+    before: float | None = None
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        last = ""
+        for line in proc.stderr:
+            out.write(line)
+            last = line.strip() or last
+            m = FIRST_APPLIED.match(line)
+            if first is None and m and int(m.group(1).replace(",", "")) > 0:
+                first = time.monotonic() - t0
+                before = max(0.0, first - float(m.group(2)))
+        rc = proc.wait()
+    return first, before, (f"exit {rc}: {last}" if rc else "exit 0")
+
+
 def soak(minutes: float, rate: int, interval: float, work: Path,
          transactions: int | None = None) -> tuple[list[Sample], int, str, dict[str, float | None]]:
     # more than it can send in the time (a transaction has 1 to 4 rows), unless told
@@ -198,9 +248,14 @@ def soak(minutes: float, rate: int, interval: float, work: Path,
             py, jvm = memory(proc.pid)
             samples.append(Sample(time.monotonic() - start, lags[seen:], py, jvm, lake_files(work / "lake")))
             seen = len(lags)
-            if "first tenth" not in heap and time.monotonic() - start >= minutes * 6:
-                heap["first tenth"] = heap_after_gc(jvm_pid(proc.pid))
+            tenth = int((time.monotonic() - start) // (minutes * 6))  # tenths completed
+            if 1 <= tenth < 10 and f"tenth {tenth}" not in heap:
+                heap[f"tenth {tenth}"] = heap_after_gc(jvm_pid(proc.pid))
+                if tenth == 1:
+                    frozen_copy(proc.pid, work, work.parent / "restart-first")
         heap["end"] = heap_after_gc(jvm_pid(proc.pid)) if proc.poll() is None else None
+        if proc.poll() is None:
+            frozen_copy(proc.pid, work, work.parent / "restart-last")
         disk = disk_files(work / "lake")
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # the source stops; what it sent is applied and verified
@@ -208,6 +263,15 @@ def soak(minutes: float, rate: int, interval: float, work: Path,
         reader.join(10)
     print("on disk at the end (data files/log files; no VACUUM, 30 days of log retention): "
           + ", ".join(f"{n} {a}/{b}" for n, (a, b) in sorted(disk.items())))
+    for which in ("first", "last"):
+        copy = work.parent / f"restart-{which}"
+        if copy.is_dir():
+            secs, before, said = restart(copy, work.parent / f"restart-{which}.log")
+            heap[f"restart {which}"] = before
+            print(f"restart on the lake as of the {which} tenth's end: "
+                  + (f"{secs:.1f} s to the first applied micro-batch, {before:.1f} s before it started"
+                     if secs is not None and before is not None else "no batch applied") + f" ({said})")
+            shutil.rmtree(copy, ignore_errors=True)
     return samples, rc, log.read_text(), heap
 
 
@@ -237,8 +301,16 @@ def report(samples: list[Sample], minutes: float, rate: int, heap: dict[str, flo
     rows = [("lag (s, mean)", mean([x for s in first for x in s.lags]), mean([x for s in last for x in s.lags])),
             ("python MB", mean([s.python_mb for s in first]), mean([s.python_mb for s in last])),
             ("jvm MB (resident)", mean([s.jvm_mb for s in first]), mean([s.jvm_mb for s in last]))]
-    if heap.get("first tenth") is not None and heap.get("end") is not None:
-        rows.append(("jvm heap MB after a full GC", heap["first tenth"] or 0.0, heap["end"] or 0.0))
+    tenths_heap = [heap.get(f"tenth {i}") for i in range(1, 10)] + [heap.get("end")]
+    print("jvm heap MB after a full GC, at the end of each tenth: "
+          + " ".join("-" if h is None else f"{h:.0f}" for h in tenths_heap))
+    if tenths_heap[0] is not None and tenths_heap[-1] is not None:
+        rows.append(("jvm heap MB after a full GC", tenths_heap[0], tenths_heap[-1]))
+    if tenths_heap[4] is not None and tenths_heap[-1] is not None:  # a cache filling to its bound: flat after?
+        rows.append(("jvm heap after GC, half -> end", tenths_heap[4], tenths_heap[-1]))
+    if "restart first" in heap or "restart last" in heap:  # a restart that applied nothing: not flat
+        rows.append(("restart, s before its 1st batch", heap.get("restart first") or math.nan,
+                     heap.get("restart last") or math.nan))
     for n in names:
         for i, what in ((0, "live files"), (1, "log since ckpt")):
             rows.append((f"{n} {what} (most)", float(max(s.files.get(n, (0, 0))[i] for s in half)),

@@ -74,3 +74,24 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
     modes = {stat.S_IMODE(os.stat(p).st_mode) for p in [*log.glob("*.json"), *(tmp_path / "t").glob("*.parquet")]}
     assert modes == {0o644}, modes
     assert stat.S_IMODE(os.stat(log).st_mode) == 0o755
+
+
+def test_a_cache_is_planned_in_its_own_session(spark):
+    """`caching.cache_in_session`: a persisted DataFrame's cached plan keeps the DataFrame's session; Spark would
+    otherwise plan it in a clone, and Spark 4.0.1 never frees a clone (SPARK-54753: a long run's driver heap grew
+    by one per cache, bench/RESULTS.md)."""
+    from pyspark.sql import SparkSession
+
+    from changefeed.spark.caching import CACHE_IN_SESSION, cache_in_session
+
+    session = SparkSession(spark.sparkContext, spark._jsparkSession.newSession())  # the fixture's own stays as it is
+    assert sorted(cache_in_session(session)) == sorted(CACHE_IN_SESSION)
+    assert cache_in_session(session) == []  # set already: nothing set again
+    df = session.range(5).selectExpr("id * 2 AS x").persist()
+    try:
+        assert df.count() == 5
+        cached = spark._jsparkSession.sharedState().cacheManager().lookupCachedData(df._jdf).get()
+        planned_in = cached.cachedRepresentation().cacheBuilder().cachedPlan().session()
+        assert planned_in.sessionUUID() == session._jsparkSession.sessionUUID()
+    finally:
+        df.unpersist()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..traits import StreamTraits, stream_traits
 from .apply import ApplyOptions, BatchReport, ChangeApplier
 from .avro_jvm import decode_avro
+from .caching import cache_in_session
 from .canal_jvm import decode_canal
 from .cluster import preflight
 from .decode import decode
@@ -185,6 +186,7 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
         decoder = stream.jvm_decoder
 
         def from_raw(batch: DataFrame, batch_id: int) -> BatchReport:
+            cache_in_session(batch.sparkSession)  # no session clone per cache (caching.py)
             batch = batch.persist()
             try:
                 return applier.process(decoder(batch), batch_id)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import ChangefeedError
+from .caching import cache_in_session
 from .produce import DefBook, SinkPlan, Targets, WriteReport, survey, write_changes
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ class ChangeWriter:
         return kept[-cap:]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        cache_in_session(batch.sparkSession)  # no session clone per cache (caching.py)
         batch = batch.persist()
         try:
             seen = survey(batch)

@@ -18,7 +18,8 @@ writes and DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in 
 definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on Delta), `changelog` (each
 batch's append and cutoff), `state` (what survives a restart, and the progress records), `restart` (what a restart
 reads back), `lake` (Delta and the file system; under it the driver's Delta log writers: `deltalog`, `log_rs`,
-`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`; `names` (the
+`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`, `pycycles` (Python's
+cycles collected between batches, so that the JVM frees what they used); `names` (the
 tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg side), told by `lake`.
 """
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..caching import cache_in_session
 from ..objectstore import is_s3, put, put_if_absent
 from . import schedule
 from .backlog import Backlog
@@ -46,6 +48,7 @@ from .options import DEAD_LETTER_SCHEMA, END_AT, ROW_KINDS_SQL, START_AT, ApplyO
 from .ordering import date_deletes
 from .params import bind
 from .projection import Projection
+from .pycycles import CycleCollector
 from .restart import restore
 from .retention import trim_bound
 from .segments import WindowApplier
@@ -83,6 +86,7 @@ class ChangeApplier:
         self.proj = Projection(self.o, self.catalog)
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
         self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
+        self.cycles = CycleCollector()
         self.lease = self._lease(app_id)
         self.writers = TableWriters(self.o, self.store, self.catalog, self.proj, self.ddl)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self.writers.write, self.writers.ddls)
@@ -166,6 +170,9 @@ class ChangeApplier:
         trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
+        if self.cycles.due():  # the JVM objects earlier batches used, released (`pycycles`)
+            lap("python gc")
+        cache_in_session(changes.sparkSession)  # the batch's caches planned in its session, not in a clone
         changes = changes.persist()
         log: Appending | None = None
         try:

@@ -21,6 +21,7 @@ import orjson
 
 from ...errors import ApplyError
 from .. import table_features as features
+from ..caching import cache_in_session
 from ..layout import LakeLayout
 from . import driverfiles
 from .deltalog import DeltaLogs, new_file_name
@@ -93,6 +94,7 @@ class Lake:
 
             main = self._main_spark
             self._local.spark = SparkSession(main.sparkContext, main._jsparkSession.cloneSession())  # type: ignore[attr-defined]
+            cache_in_session(self._local.spark)  # its MERGE sources cached without a clone each (caching.py)
 
     # --- paths and tables -----------------------------------------------------------------------
     def path(self, database: str, table: str) -> str:
