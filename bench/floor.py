@@ -79,31 +79,57 @@ def _caller() -> str:
     return "(elsewhere)"
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its descendants (the JVM, Spark's Python workers): less
-    dependent on the machine's load than wall time."""
+def tree_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of a process and its descendants, by part: "python" (this process), "jvm" (Spark's
+    JVM: the driver and its executors) and "workers" (Spark's Python workers); less dependent on the machine's load
+    than wall time."""
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                head, tail = (d / "stat").read_text().rsplit(")", 1)
             except OSError:
                 continue
+            f = tail.split()
             stats[int(d.name)] = f
+            names[int(d.name)] = head.split("(", 1)[1]
             children.setdefault(int(f[1]), []).append(int(d.name))
     tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
+    out = {"python": 0.0, "jvm": 0.0, "workers": 0.0}
+    todo = [pid]
     while todo:
         p = todo.pop()
         f = stats.get(p)
         if f is not None:
-            total += (int(f[11]) + int(f[12])) / tick  # utime, stime (fields 14-15 of stat)
+            part = "python" if p == pid else "jvm" if names[p] == "java" else "workers"
+            out[part] += (int(f[11]) + int(f[12])) / tick  # utime, stime (fields 14-15 of stat)
+            if part == "jvm":
+                for k, v in jvm_threads(p).items():
+                    out[f"jvm {k}"] = out.get(f"jvm {k}", 0.0) + v
         todo.extend(children.get(p, []))
-    return total
+    return out
 
 
-def run(chunk: int, count: int, transactions: int, profile: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def jvm_threads(pid: int) -> dict[str, float]:
+    """The JVM's CPU seconds by kind of thread (its threads' names, numbers left out): JIT compilers, GC, Spark's
+    task threads, the stream's thread, py4j's."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for d in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            head, tail = (d / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        f = tail.split()
+        name = head.split("(", 1)[1].rstrip("0123456789-# ").strip() or "?"
+        out[name] = out.get(name, 0.0) + (int(f[11]) + int(f[12])) / tick
+    return out
+
+
+def run(chunk: int, count: int, transactions: int, profile: int = 0,
+        conf: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`count` micro-batches of `chunk` events each, in lockstep: the next chunk is written (and flushed) by the
     previous batch's report, before Spark asks the source for its next offsets, so every batch holds one chunk
     whatever the machine's load. Verified at the end. Returns the batches and the run's totals."""
@@ -118,8 +144,18 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0) -> tuple[li
     from changefeed.workload import Workload
 
     counter = Py4jCounter()
-    spark = spark_session("local[2]", "changefeed-bench-floor")
+    spark = spark_session("local[2]", "changefeed-bench-floor", conf=conf)
     sched = spark.sparkContext._jsc.sc().dagScheduler()  # type: ignore[union-attr]
+    jvm = spark._jvm  # type: ignore[union-attr]
+    mx = jvm.java.lang.management.ManagementFactory
+    janino = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+
+    def jvm_counts() -> dict[str, int]:
+        """Classes the JVM loaded, Spark's code generation compiles (Janino: the codegen cache's misses) and the JIT's
+        compile time (ms)."""
+        return {"classes": int(mx.getClassLoadingMXBean().getTotalLoadedClassCount()),
+                "janino": int(janino.getCount()), "jit_ms": int(mx.getCompilationMXBean().getTotalCompilationTime())}
+
     counter.install()
     starts: dict[int, float] = {}
     original_process = apply_mod.ChangeApplier.process
@@ -163,7 +199,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0) -> tuple[li
             transport.partitions(producer.router.default_topic)
             write_chunk()
             last = {"jobs": sched.numTotalJobs(), "py4j": counter.read(), "end": time.monotonic(),
-                    "cpu": tree_cpu(me)}
+                    "cpu": tree_cpu(me), "jvm": jvm_counts()}
 
             def on_batch(rep: Any) -> None:
                 if profile and rep.batch_id == profile:  # from here on: the profile of the batches after
@@ -172,12 +208,17 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0) -> tuple[li
                 calls, secs = counter.read()
                 jobs = sched.numTotalJobs()
                 cpu = tree_cpu(me)
+                counts = jvm_counts()
                 batches.append({"id": rep.batch_id, "rows": rep.rows_in, "tables": len(rep.tables),
                                 "seconds": rep.seconds, "phases": dict(rep.phases), "jobs": jobs - last["jobs"],
                                 "py4j": calls - last["py4j"][0], "py4j_s": secs - last["py4j"][1],
-                                "gap": starts.get(rep.batch_id, now) - last["end"], "cpu": cpu - last["cpu"]})
+                                "gap": starts.get(rep.batch_id, now) - last["end"],
+                                "cpu": sum(cpu[k] - last["cpu"][k] for k in ("python", "jvm", "workers")),
+                                **{k: counts[k] - last["jvm"][k] for k in counts},
+                                "cpu_by": {k: cpu[k] - last["cpu"].get(k, 0.0) for k in cpu}})
                 write_chunk()  # before Spark's next trigger reads the offsets: one chunk a batch
-                last.update(jobs=sched.numTotalJobs(), py4j=counter.read(), end=time.monotonic(), cpu=tree_cpu(me))
+                last.update(jobs=sched.numTotalJobs(), py4j=counter.read(), end=time.monotonic(), cpu=tree_cpu(me),
+                            jvm=jvm_counts())
 
             t0 = time.monotonic()
             changes = read_changes(spark, sink.split("?", 1)[0], protocol, codec_opts,
@@ -225,13 +266,13 @@ SPARK_KEYS = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "commitO
 def report(batches: list[dict[str, Any]], totals: dict[str, Any], skip: int, each: bool) -> None:
     if each:
         print(f"{'batch':>5} {'rows':>6} {'tabs':>4} {'gap':>5} {'trig':>5} {'ours':>5} "
-              f"{'cpu':>5} {'jobs':>4} {'py4j':>5} {'py4j s':>6}  phases (s)")
+              f"{'cpu':>5} {'jobs':>4} {'py4j':>5} {'py4j s':>6} {'class':>5} {'jan':>4} {'jit':>5}  phases (s)")
         for b in batches:
             sp = b["spark"]
             ph = " ".join(f"{k} {v:.2f}" for k, v in b["phases"].items())
             print(f"{b['id']:>5} {b['rows']:>6} {b['tables']:>4} {b['gap']:>5.2f} "
                   f"{sp.get('triggerExecution', 0) / 1000:>5.2f} {b['seconds']:>5.2f} {b['cpu']:>5.2f} {b['jobs']:>4} "
-                  f"{b['py4j']:>5} {b['py4j_s']:>6.2f}  {ph}")
+                  f"{b['py4j']:>5} {b['py4j_s']:>6.2f} {b['classes']:>5} {b['janino']:>4} {b['jit_ms']:>5}  {ph}")
     steady = batches[skip:] or batches
     n = len(steady)
 
@@ -243,7 +284,14 @@ def report(batches: list[dict[str, Any]], totals: dict[str, Any], skip: int, eac
     print(f"  rows {med([b['rows'] for b in steady]):,.0f}, tables written {med([b['tables'] for b in steady]):.0f}, "
           f"Spark jobs {med([b['jobs'] for b in steady]):.0f}, py4j calls {med([b['py4j'] for b in steady]):.0f} "
           f"({med([b['py4j_s'] for b in steady]):.2f} s in them, all threads), CPU "
-          f"{med([b['cpu'] for b in steady]):.2f} s (the process tree: JVM, Python, workers)")
+          f"{med([b['cpu'] for b in steady]):.2f} s (the process tree: "
+          + ", ".join(f"{k} {med([b['cpu_by'].get(k, 0.0) for b in steady]):.2f}" for k in ("python", "jvm", "workers"))
+          + ")")
+    threads = {k: med([b["cpu_by"].get(k, 0.0) for b in steady]) for k in steady[-1]["cpu_by"] if k.startswith("jvm ")}
+    print("  the JVM's CPU by thread: " + ", ".join(f"{k[4:]} {v:.2f}" for k, v in
+                                                     sorted(threads.items(), key=lambda kv: -kv[1]) if v >= 0.01))
+    print(f"  JVM: classes loaded {med([b['classes'] for b in steady]):.0f}, Janino compiles (codegen cache misses) "
+          f"{med([b['janino'] for b in steady]):.0f}, JIT compile time {med([b['jit_ms'] for b in steady]):.0f} ms")
     print(f"  Spark's trigger {med([b['spark'].get('triggerExecution', 0) / 1000 for b in steady]):.2f} s, of it our "
           f"batch {med([b['seconds'] for b in steady]):.2f} s; between batches (end to next start) "
           f"{med([b['gap'] for b in steady]):.2f} s")
@@ -264,9 +312,11 @@ def main() -> None:
     ap.add_argument("--skip", type=int, default=3, help="batches left out of the medians (the cold start)")
     ap.add_argument("--batches", action="store_true", help="print every batch")
     ap.add_argument("--profile", type=int, default=0, help="py4j calls by JVM method and by caller, after batch N")
+    ap.add_argument("--conf", action="append", default=[], help="a Spark setting K=V (as `changefeed run --conf`)")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}", flush=True)
-    batches, totals = run(args.chunk, args.count, args.transactions, args.profile)
+    batches, totals = run(args.chunk, args.count, args.transactions, args.profile,
+                            dict(c.split("=", 1) for c in args.conf))
     report(batches, totals, args.skip, args.batches)
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
 
