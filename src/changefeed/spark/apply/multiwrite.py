@@ -38,7 +38,7 @@ from .scd1 import last_ops
 from .tablefiles import TableFiles, field_ids
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from ...model import TableInfo
     from .lake import Lake
@@ -135,29 +135,9 @@ class MultiWriter:
             "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
         last, key_names, vals, has = last_ops(self.proj, t, rows, cols, group=(TABLE,))
         held = self._held(group, schema)
-        e, lo = held.alias("e"), last.alias("l")
-        cond = F.col(f"e.{TABLE}") == F.col(f"l.{TABLE}")
-        nullable = {f.name for f in schema.fields if f.nullable}
-        for k, n in zip(keys, key_names, strict=True):
-            # a NOT NULL key joins by plain equality: its rows then stay partitioned as `last_ops` left them
-            cond &= F.col(f"e.{q(k)}").eqNullSafe(F.col(f"l.{n}")) if k in nullable \
-                else F.col(f"e.{q(k)}") == F.col(f"l.{n}")
-        op = F.col("l.__op")
-        out = [F.coalesce(F.col(f"l.{TABLE}"), F.col(f"e.{TABLE}")).alias(TABLE)]
-        for f in schema.fields:
-            old = F.col(f"e.{q(f.name)}")
-            if f.name in keys:
-                v = F.coalesce(F.col(f"l.{key_names[keys.index(f.name)]}"), old)
-            elif f.name in cols:
-                i = cols.index(f.name)
-                v = F.when(op.isNull(), old).when(F.col(f"l.{has[i]}"), F.col(f"l.{vals[i]}")).otherwise(old)
-            else:
-                v = old
-            v = v.cast(f.dataType)
-            if not f.nullable:  # Delta's own writers refuse a NULL there: so does this one
-                v = F.when(v.isNull(), F.raise_error(F.lit(f"NOT NULL column {f.name} would hold NULL"))).otherwise(v)
-            out.append(v.alias(f.name))
-        result = e.join(lo, cond, "full_outer").where(op.isNull() | (op == UPSERT)).select(*out)
+        cond, keep, out = self.proj.memo(t, cols, lambda: _join_columns(schema, keys, key_names, cols, vals, has),
+                                         "multiwrite", group[0][1].schema_json)
+        result = held.alias("e").join(last.alias("l"), cond, "full_outer").where(keep).select(*out)
         folders = [self.logs.local(p.path) for p, _ in group]
         stage: str | None = None
         parts: list[pa.Table] = []
@@ -252,3 +232,32 @@ class MultiWriter:
                 .join(F.broadcast(which), "__f")
                 .select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields], TABLE))
         return read if known is None else read.unionByName(known)
+
+
+def _join_columns(schema: T.StructType, keys: list[str], key_names: list[str], cols: list[str], vals: list[str],
+                  has: list[str]) -> tuple[Column, Column, list[Column]]:
+    """The join of a group's held rows (`e`) with their last operations (`l`): its condition, the rows it keeps and
+    the columns it writes. Built once per table definition and file schema (`Projection.memo`): a few hundred
+    Column objects, each a call into the JVM, that no micro-batch's values change."""
+    cond = F.col(f"e.{TABLE}") == F.col(f"l.{TABLE}")
+    nullable = {f.name for f in schema.fields if f.nullable}
+    for k, n in zip(keys, key_names, strict=True):
+        # a NOT NULL key joins by plain equality: its rows then stay partitioned as `last_ops` left them
+        cond &= F.col(f"e.{q(k)}").eqNullSafe(F.col(f"l.{n}")) if k in nullable \
+            else F.col(f"e.{q(k)}") == F.col(f"l.{n}")
+    op = F.col("l.__op")
+    out = [F.coalesce(F.col(f"l.{TABLE}"), F.col(f"e.{TABLE}")).alias(TABLE)]
+    for f in schema.fields:
+        old = F.col(f"e.{q(f.name)}")
+        if f.name in keys:
+            v = F.coalesce(F.col(f"l.{key_names[keys.index(f.name)]}"), old)
+        elif f.name in cols:
+            i = cols.index(f.name)
+            v = F.when(op.isNull(), old).when(F.col(f"l.{has[i]}"), F.col(f"l.{vals[i]}")).otherwise(old)
+        else:
+            v = old
+        v = v.cast(f.dataType)
+        if not f.nullable:  # Delta's own writers refuse a NULL there: so does this one
+            v = F.when(v.isNull(), F.raise_error(F.lit(f"NOT NULL column {f.name} would hold NULL"))).otherwise(v)
+        out.append(v.alias(f.name))
+    return cond, op.isNull() | (op == UPSERT), out

@@ -80,6 +80,21 @@ class Projection:
         return typed(text, col.type, json_as_variant=self.o.json_as_variant, dialect=self.o.text_dialect)
 
 
+def jvm_columns(spark: Any, cols: list[Column | str]) -> Any:
+    """A select list as one JVM Seq, to be built once and reused (`select`): PySpark passes a Python list to the JVM
+    element by element, a py4j call for each (and one more for each name), on every select."""
+    from pyspark.sql.classic.column import _to_java_column, _to_seq
+
+    return _to_seq(spark.sparkContext, cols, _to_java_column)
+
+
+def select(df: Any, seq: Any) -> Any:
+    """`df.select(...)` of a select list made by `jvm_columns`: one py4j call."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    return DataFrame(df._jdf.select(seq), df.sparkSession)
+
+
 class Image:
     """A change's image (a map of texts) read column by column. Spark finds a map's key by scanning its keys
     (JFR: ~7.5% of the JVM's samples in a volume run), so where the image's keys are the table's columns in

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from .options import q
 from .ordering import DELETE, UPSERT, delete_rank, key_changed, order, typed_key
-from .projection import Image
+from .projection import Image, jvm_columns, select
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from ...model import TableInfo
     from .lake import Lake
@@ -29,23 +29,23 @@ def last_ops(proj: Projection, t: TableInfo, rows: DataFrame, cols: list[str],
     exploded per change: the same operations and order, with the key typed before rows are grouped by it.
     Measured apart it was not faster than the exploded form (the cost is reading the cached maps, typing
     values and sorting per key)."""
-    cols_w, cols_g, key_names, vals, has, by = proj.memo(t, cols, lambda: _op_columns(proj, t, cols, group),
-                                                          "last_ops", group)
-    writes = rows.where("kind <> 'delete'").select(*cols_w)
+    cols_w, cols_g, key_names, vals, has, by, cols_l = proj.memo(
+        t, cols, lambda: _op_columns(proj, t, cols, group, rows.sparkSession), "last_ops", group)
+    writes = select(rows.where("kind <> 'delete'"), cols_w)
     # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
-    gone = rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
-                      f"({key_changed(proj.keys(t))}))").select(*cols_g)
+    gone = select(rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
+                             f"({key_changed(proj.keys(t))}))"), cols_g)
     flat = writes.unionByName(gone, allowMissingColumns=False)
     w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
-    last = flat.withColumn("__n", F.row_number().over(w)).where("__n = 1").select(
-        *group, "__op", *key_names, *vals, *has)
+    last = select(flat.withColumn("__n", F.row_number().over(w)).where("__n = 1"), cols_l)
     return last, key_names, vals, has
 
 
-def _op_columns(proj: Projection, t: TableInfo, cols: list[str], group: tuple[str, ...]
-                ) -> tuple[list[Column], list[Column], list[str], list[str], list[str], list[str]]:
-    """The select lists of `last_ops` (key images written; keys deleted) and its column names: a few hundred
-    Column objects, each a call into the JVM (~0.1 s a micro-batch), built once per table definition."""
+def _op_columns(proj: Projection, t: TableInfo, cols: list[str], group: tuple[str, ...], spark: Any
+                ) -> tuple[Any, Any, list[str], list[str], list[str], list[str], Any]:
+    """The select lists of `last_ops` (key images written; keys deleted; each key's last operation, as JVM Seqs:
+    `projection.jvm_columns`) and its column names: a few hundred Column objects, each a call into the JVM (~0.1 s a
+    micro-batch), built once per table definition."""
     o = proj.o
     keys = proj.keys(t)
     key_names = [f"__k{i}" for i in range(len(keys))]
@@ -62,7 +62,9 @@ def _op_columns(proj: Projection, t: TableInfo, cols: list[str], group: tuple[st
     gone = [*carry, *place, F.lit(delete_rank(o)).alias("__r"), F.lit(DELETE).alias("__op"),
             *typed_key(t, keys, key_names, o, "CASE WHEN kind = 'delete' THEN coalesce(before, after) ELSE before END"),
             *[F.lit(None).alias(v) for v in vals], *[F.lit(False).alias(h) for h in has]]
-    return writes, gone, key_names, vals, has, by
+    last = [*group, "__op", *key_names, *vals, *has]
+    return (jvm_columns(spark, writes), jvm_columns(spark, gone), key_names, vals, has, by,
+            jvm_columns(spark, last))
 
 
 def merge_scd1(lake: Lake, proj: Projection, o: ApplyOptions, t: TableInfo, path: str, rows: DataFrame,
