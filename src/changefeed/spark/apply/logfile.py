@@ -163,13 +163,6 @@ def put_if_absent(target: str, data: bytes) -> bool:
         f.flush()
         os.fsync(f.fileno())  # on disk before it is the commit: a crash never leaves a linked, empty version
     try:
-        os.link(tmp, target)
-    except FileExistsError:
-        return False
-    except OSError as e:
-        if e.errno in _NO_LINKS:
-            raise NoLinks(e.errno, f"{folder}: no hard links here ({e.strerror})") from e
-        raise
+        return _link(tmp, target)
     finally:
         os.unlink(tmp)
-    return True
