@@ -7,8 +7,6 @@ create/drop index, truncate, rename table, drop table)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,6 @@ from changefeed.eventline import EventReader, read_lines
 from changefeed.job import RunOptions, run
 from changefeed.upstream import final_state
 from changefeed.workload import CREATE, LATER, Workload
-
-from .conftest import ROOT
 
 DDL_KINDS = {"CREATE TABLE", "ADD COLUMN", "DROP COLUMN", "RENAME COLUMN", "MODIFY COLUMN", "CREATE INDEX",
              "DROP INDEX", "TRUNCATE TABLE", "RENAME TABLE", "DROP TABLE"}
@@ -117,19 +113,5 @@ def test_run_over_kafka(spark, kafka_broker: str, schema_registry_url: str, tmp_
     assert rep.batches >= 2
 
 
-def test_changefeed_run_command(tmp_path: Path) -> None:
-    """The README's first command, on a small workload: the closing report and the chart."""
-    env = dict(os.environ, COLUMNS="160")
-    r = subprocess.run([sys.executable, "-m", "changefeed.cli", "run", "--work", str(tmp_path / "w"),
-                        "--transactions", "40"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "verify" in r.stdout and "passed" in r.stdout, r.stdout
-    assert "app.users" in r.stdout and "lag" in r.stdout
-    # redirected output: a line per micro-batch (changes, tables, lag, seconds) in place of the bars
-    import re
-
-    lines = re.findall(r"batch \d+: [\d,]+ changes in, \d+ tables, \d+ dead letters, \d+ DDL, applied up to .*"
-                       r"\(\d+\.\d s\)", r.stderr)
-    assert lines and any(", lag " in x for x in lines), r.stderr[-3000:]
-    assert (tmp_path / "w" / "run-report.png").exists()
-    assert (tmp_path / "w" / "lake" / "app" / "users" / "_delta_log").is_dir()
+# the README's first command (`changefeed run`: its report, chart and per-batch lines) is run in a fresh clone by
+# tests/cli/test_newcomer.py::test_a_fresh_clone_set_up_and_run

@@ -93,12 +93,22 @@ def test_a_fresh_clone_set_up_and_run(tmp_path: Path) -> None:
     def cmd(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(exe), *args], cwd=home, capture_output=True, text=True, timeout=900, env=env)
 
-    # the README's first command, on the smallest workload: verified, and Spark's noise kept off the terminal
-    r = cmd("run", "--transactions", "5")
+    # the README's first command, on a small workload: verified, its closing report and chart, and Spark's noise
+    # kept off the terminal
+    r = subprocess.run([str(exe), "run", "--transactions", "40"], cwd=home, capture_output=True, text=True,
+                       timeout=900, env=dict(env, COLUMNS="160"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "verify" in r.stdout and "passed" in r.stdout, r.stdout[-3000:]
+    assert "app.users" in r.stdout and "lag" in r.stdout, r.stdout[-3000:]
     noise = [ln for ln in (r.stdout + r.stderr).splitlines() if JVM_NOISE.search(ln)]
     assert not noise, noise
+    # redirected output: a line per micro-batch (changes, tables, lag, seconds) in place of the bars
+    batches = re.findall(r"batch \d+: [\d,]+ changes in, \d+ tables, \d+ dead letters, \d+ DDL, applied up to .*"
+                         r"\(\d+\.\d s\)", r.stderr)
+    assert batches and any(", lag " in x for x in batches), r.stderr[-3000:]
+    work = home / "changefeed-run"
+    assert (work / "run-report.png").exists()
+    assert (work / "lake" / "app" / "users" / "_delta_log").is_dir()
 
     # encode -o twice: the file named is replaced (not refused, not appended to)
     for _ in range(2):
