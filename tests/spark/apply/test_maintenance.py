@@ -242,7 +242,7 @@ def test_a_users_optimize_zorder_vacuum_and_delete_in_another_session_beside_a_s
             time.sleep(0.5)
         changes = read_changes(spark, f"kafka://{kafka_broker}/{topic}", "canal-json",
                                {"enable-tidb-extension": "true"}, schema_store=str(lake / "_schemas"),
-                               max_records_per_trigger=40)
+                               max_records_per_trigger=60)
         q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), stored_as_scd_type=2,
                           trigger="processing-time=1 second")
 
