@@ -100,6 +100,7 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
                        jvm_decode=reader == "jvm")
     assert traits_of(jvm).text_dialect == "canal"
     py = decode(read_raw(spark, parse_source(src), streaming=False), "canal-json", opts, str(tmp_path / "b"))
+    jvm, py = jvm.cache(), py.cache()  # decoded once each, for the twenty comparisons below
     key = ["partition", "offset", "idx"]
     assert jvm.where("kind = 'error'").count() == 0
     assert sorted(tuple(r) for r in jvm.select(*key, "kind", "commit_ts").collect()) == \
@@ -116,6 +117,8 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
             diff = a.exceptAll(b).limit(3).collect()
             assert not diff, (db, name, img, diff)
             compared += a.count()
+    jvm.unpersist()
+    py.unpersist()
     assert compared > 500
 
 
