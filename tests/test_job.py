@@ -95,11 +95,11 @@ def test_run_avro_over_files(spark, schema_registry_url: str, tmp_path: Path, pr
 
 
 # Kafka's micro-batches are uneven: one partition runs ahead of another. With watermarks the consumer applies
-# up to the slowest; without (debezium, debezium-avro) a DDL waits for every partition's copy of it.
-@pytest.mark.parametrize(("protocol", "options"), [("canal-json", {"enable-tidb-extension": "true"}),
-                                                   ("simple", {"encoding-format": "avro"}), AVRO_CASES[0],
+# up to the slowest; without (debezium, debezium-avro) a DDL waits for every partition's copy of it. (The simple
+# protocol's decoding is the files run's; over Kafka it would add nothing canal-json and avro do not cover.)
+@pytest.mark.parametrize(("protocol", "options"), [("canal-json", {"enable-tidb-extension": "true"}), AVRO_CASES[0],
                                                    ("debezium", {}), AVRO_CASES[1]],
-                         ids=["canal-json", "simple-avro", "avro", "debezium", "debezium-avro"])
+                         ids=["canal-json", "avro", "debezium", "debezium-avro"])
 def test_run_over_kafka(spark, kafka_broker: str, schema_registry_url: str, tmp_path: Path, protocol: str,
                         options: dict[str, str]) -> None:
     if protocol in ("avro", "debezium-avro"):  # a topic per table, made mid-stream: the consumer takes a pattern
