@@ -40,11 +40,6 @@ SMALL_MACHINE = {
     # here: each micro-batch's broadcast hash relations (a memory page each) go within a minute, and the full GC is
     # what lets the heap shrink (above)
     "spark.cleaner.periodicGC.interval": "1min",
-    # a broadcast hash relation holds one memory page of the driver's heap whatever its rows, and Spark's page is the
-    # execution memory / cores / 16 rounded up to a power of 2 (8 MB in a 1 GB local[2] driver): the consumer's few-row
-    # broadcasts each micro-batch made the live heap swing by tens of MB (bench/soak.py); sorts and aggregations just
-    # take more pages, and a record larger than a page gets a page of its own
-    "spark.buffer.pageSize": "1m",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
