@@ -74,6 +74,17 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
     modes = {stat.S_IMODE(os.stat(p).st_mode) for p in [*log.glob("*.json"), *(tmp_path / "t").glob("*.parquet")]}
     assert modes == {0o644}, modes
     assert stat.S_IMODE(os.stat(log).st_mode) == 0o755
+    # the same JVM was launched with the small-machine memory defaults (a long run's resident size: bench/soak.py)
+    from pathlib import Path
+
+    from changefeed.spark.session import SMALL_MACHINE_ENV
+
+    runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    args = list(runtime.getInputArguments())
+    assert {"-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"} <= set(args), args
+    assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "1min"
+    env = dict(e.split("=", 1) for e in Path(f"/proc/{runtime.getPid()}/environ").read_text().split("\0") if "=" in e)
+    assert all(env.get(k) == v for k, v in SMALL_MACHINE_ENV.items()), {k: env.get(k) for k in SMALL_MACHINE_ENV}
 
 
 def test_a_cache_is_planned_in_its_own_session(spark):

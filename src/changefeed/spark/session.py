@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SparkSetupError
 from .cluster import preflight
-from .settings import DELTA_REQUIRED, defaults_file, read_defaults, resolve
+from .settings import DELTA_REQUIRED, defaults_file, is_local, read_defaults, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,7 +31,15 @@ SMALL_MACHINE = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    # the serial GC (a small machine's cores go to the work), returning heap to the OS after a full GC when more than
+    # 30% of it is free (the JVM's default, 70%, keeps a heap once grown toward -Xmx for good: a long run's resident
+    # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak)
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
+    # Spark's ContextCleaner frees a dropped broadcast, shuffle or cached block only once a GC has found it unreachable;
+    # its periodic full GC (30 min by default) is what a long-running driver with a roomy heap relies on. Every minute
+    # here: each micro-batch's broadcast hash relations (a memory page each) go within a minute, and the full GC is
+    # what lets the heap shrink (above)
+    "spark.cleaner.periodicGC.interval": "1min",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
@@ -56,6 +64,12 @@ SMALL_MACHINE = {
     "spark.sql.ui.retainedExecutions": "50",
     "spark.sql.streaming.ui.retainedQueries": "10",
 }
+
+
+# the environment of a local JVM this process starts, where the user's says nothing: glibc gives each thread that
+# mallocs an arena of its own (up to 8 per core), and Spark's pools run hundreds of short-lived threads, so the JVM's
+# resident size outgrew what it had committed (Native Memory Tracking: +100 MB untracked by the fourth minute)
+SMALL_MACHINE_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
 def connector_jars(folder: Path = JARS) -> list[Path]:
@@ -91,6 +105,7 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (the decoders run in them) use this interpreter, which has changefeed installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -105,6 +120,9 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
                        jars=[str(j) for j in connector_jars()], extra=niofs_conf())
     for k, v in settings.items():
         builder = builder.config(k, v)
+    if not submitted and is_local(chosen) and SparkContext._active_spark_context is None:  # type: ignore[attr-defined]
+        for k, v in SMALL_MACHINE_ENV.items():  # read by the JVM at its launch, which getOrCreate does
+            os.environ.setdefault(k, v)
     session = builder.getOrCreate()
     preflight(session)  # on a cluster: executors that cannot import changefeed fail here, in one line
     return session
