@@ -215,11 +215,8 @@ class MultiWriter:
                 names.append((file_name(rel), i))
         with_t = T.StructType([*schema.fields, T.StructField(TABLE, T.IntegerType())])
         # the rows the driver wrote last, where the table has not moved since: not read back from its files
-        # (tables kept from different micro-batches may differ in a column's nullability); its chunks combined: Spark
-        # makes a partition, and a task in every job after, of each chunk, and a kept table holds one per task of the
-        # job that wrote it (12-15 tasks a job for a few thousand rows; now one per 10,000 rows, Arrow's batch size)
-        known = spark.createDataFrame(pa.concat_tables(kept, promote_options="permissive").combine_chunks(), with_t) \
-            if kept else None
+        known = spark.createDataFrame(pa.concat_tables(kept, promote_options="permissive"), with_t) \
+            if kept else None  # (tables kept from different micro-batches may differ in a column's nullability)
         if not paths:
             return known if known is not None else spark.createDataFrame([], with_t)
         which = local_rows(spark, names, [("__f", "string"), (TABLE, "int")])
