@@ -57,4 +57,5 @@ def _cheap(original: Callable[[Any], None], directories: dict[str, Any]) -> Call
             read[self.archive] = stamp
 
     setattr(invalidate_caches, _MARK, True)
+    invalidate_caches.__wrapped__ = original  # type: ignore[attr-defined]
     return invalidate_caches
