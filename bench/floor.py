@@ -209,7 +209,8 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                 jobs = sched.numTotalJobs()
                 cpu = tree_cpu(me)
                 counts = jvm_counts()
-                batches.append({"id": rep.batch_id, "rows": rep.rows_in, "tables": len(rep.tables),
+                batches.append({"id": rep.batch_id, "job_ids": (last["jobs"], jobs), "rows": rep.rows_in,
+                                "tables": len(rep.tables),
                                 "seconds": rep.seconds, "phases": dict(rep.phases), "jobs": jobs - last["jobs"],
                                 "py4j": calls - last["py4j"][0], "py4j_s": secs - last["py4j"][1],
                                 "gap": starts.get(rep.batch_id, now) - last["end"],
@@ -248,6 +249,16 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                 raise RuntimeError("the lake does not equal upstream: no figure")
             for b in batches:
                 b["spark"] = progress.get(b["id"], {})
+            if batches:  # the jobs of the last batch but one (the last closes the stream): what ran them (PySpark
+                shown = batches[-2] if len(batches) > 1 else batches[-1]  # names a job by its Python caller)
+                lo, hi = shown["job_ids"]
+                store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+                for i in range(lo, hi):
+                    try:
+                        j = store.job(i)
+                    except Exception:  # noqa: BLE001 - no longer retained: not shown
+                        continue
+                    print(f"  job {i} of batch {shown['id']}: {j.name()} ({j.numTasks()} tasks)")
             if counter.by_method is not None:
                 n = max(1, len(batches) - profile)
                 for title, table in (("JVM method", counter.by_method), ("changefeed line", counter.by_line)):

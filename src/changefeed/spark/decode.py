@@ -30,6 +30,7 @@ from ..mysqltypes import make_text_formatter
 from .canal_raw import CanalRaw
 from .columns import Columns, arrow_schema
 from .objectstore import SchemaFolder
+from .pyworker import cheap_zip_invalidation
 from .types import text_of
 
 if TYPE_CHECKING:
@@ -368,6 +369,7 @@ def decode_partitions(protocol: str, options: dict[str, str] | None = None, stor
     opts = dict(options or {})
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        cheap_zip_invalidation()  # this worker's next tasks start without re-reading pyspark.zip (pyworker.py)
         yield from PartitionDecoder(protocol, opts, store, dialect).run(batches)
 
     return run

@@ -234,7 +234,9 @@ def _read_range(r: _Range) -> Iterator[Any]:
     import pyarrow as pa
 
     from ..eventline import payload_from_json
+    from .pyworker import cheap_zip_invalidation
 
+    cheap_zip_invalidation()  # this worker's next tasks start without re-reading pyspark.zip (pyworker.py)
     if not os.path.exists(r.path):
         return
     schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
