@@ -28,10 +28,6 @@ _CONCURRENT = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "Co
                "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE")
 
 
-def _inline(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    return [fn(x) for x in items]
-
-
 class TableWriters:
     """Writes a window step's tables and applies its DDL, for `segments.WindowApplier`."""
 
@@ -53,19 +49,9 @@ class TableWriters:
         planned = [p for p in self._each(self._plan, work) if p is not None]
         groups, rest = self.multi.groups(planned)
         for g in groups:
-            if len(g) > 1:  # many tables in one job: their commits spread over the writers (`_each`)
-                self.multi.write(g, self.store.committed, self._each)
-        # the tables rewritten alone and the MERGEs, up to `table_writers` at once: a small batch's few tables
-        # (each a job of its own) overlap one table's planning on the driver with another's tasks
-        self._each(self._one, [*[g for g in groups if len(g) == 1], *rest])
+            self.multi.write(g, self.store.committed, self._each)
+        self._each(self._merge, rest)
         return [(p.write.database, p.write.table) for p in planned]
-
-    def _one(self, item: list[tuple[Planned, Any]] | Planned) -> None:
-        """A table rewritten alone (a group of one: its one commit made inline) or its MERGE."""
-        if isinstance(item, Planned):
-            self._merge(item)
-        else:
-            self.multi.write(item, self.store.committed, _inline)
 
     def _each(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         """`fn` over `items`, up to `table_writers` at once (each writer thread in its own session)."""
