@@ -27,17 +27,12 @@ def encode_lines(encoder: Encoder, lines: Iterable[tuple[int, bytes]], out: IO[b
     reader = EventReader()
     n_events = n_msgs = 0
     fast = _line_encoder(encoder, reader) if direct else None
-    blocks = _blocks(lines, fast)
     taken = [0]  # lines the block tier took (each one event, one message)
-    if blocks is not None:
-        from .canal.blocks import BlockEncoder
 
-        def count(inserts: int, n: int) -> None:
-            taken[0] += n
+    def count(inserts: int, n: int) -> None:
+        taken[0] += n
 
-        tier = BlockEncoder(fast.__self__)  # type: ignore[union-attr]
-        lines = _through_blocks(tier, blocks, out, advance, count)
-        advance = _no_progress  # counted by the blocks
+    lines, advance = _with_blocks(lines, fast, "encode", out, advance, count)
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
@@ -87,6 +82,23 @@ def finish_decoder(decoder: ConsumerDecoder, errors: str, dead: DeadLetter) -> N
 
 def _no_progress(n: int) -> None:
     """Progress already counted."""
+
+
+def _with_blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None, way: str, out: IO[bytes],
+                 advance: Callable[[int], None], taken: Callable[[int, int], None],
+                 ) -> tuple[Iterable[tuple[int, bytes]], Callable[[int], None]]:
+    """The lines left for the per-line tiers once the block tier (`way`: encode or decode; imported only when
+    used, for the CLI's light start) took what it could, and the progress callback those lines advance (the
+    blocks count their own)."""
+    blocks = _blocks(lines, fast)
+    if blocks is None:
+        return lines, advance
+    if way == "encode":
+        from .canal.blocks import BlockEncoder as Tier
+    else:
+        from .canal.blockdecode import BlockDecoder as Tier  # type: ignore[assignment]
+    tier = Tier(fast.__self__)  # type: ignore[union-attr]
+    return _through_blocks(tier, blocks, out, advance, taken), _no_progress
 
 
 def _blocks(lines: Iterable[tuple[int, bytes]], fast: Callable | None) -> Iterator[bytes] | None:
@@ -143,19 +155,14 @@ def decode_lines(decoder: ConsumerDecoder, lines: Iterable[tuple[int, bytes]], o
     kinds: Counter[str] = Counter()
     n_msgs = 0
     fast = _line_decoder(decoder) if direct else None
-    blocks = _blocks(lines, fast)
     taken = [0]  # messages the block tier took (each one row event)
-    if blocks is not None:
-        from .canal.blockdecode import BlockDecoder
 
-        def count(inserts: int, n: int) -> None:
-            taken[0] += n
-            kinds["insert"] += inserts
-            kinds["delete"] += n - inserts
+    def count(inserts: int, n: int) -> None:
+        taken[0] += n
+        kinds["insert"] += inserts
+        kinds["delete"] += n - inserts
 
-        tier = BlockDecoder(fast.__self__)  # type: ignore[union-attr]
-        lines = _through_blocks(tier, blocks, out, advance, count)
-        advance = _no_progress  # counted by the blocks
+    lines, advance = _with_blocks(lines, fast, "decode", out, advance, count)
     write = out.write
     for lineno, line in lines:
         advance(len(line) + 1)
