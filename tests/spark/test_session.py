@@ -85,6 +85,8 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
     assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "1min"
     env = dict(e.split("=", 1) for e in Path(f"/proc/{runtime.getPid()}/environ").read_text().split("\0") if "=" in e)
     assert all(env.get(k) == v for k, v in SMALL_MACHINE_ENV.items()), {k: env.get(k) for k in SMALL_MACHINE_ENV}
+    # ... and only that JVM: this process's other children (a source, a registry) keep the user's environment
+    assert not set(SMALL_MACHINE_ENV) & set(os.environ), {k: os.environ.get(k) for k in SMALL_MACHINE_ENV}
 
 
 def test_a_cache_is_planned_in_its_own_session(spark):

@@ -120,9 +120,14 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
                        jars=[str(j) for j in connector_jars()], extra=niofs_conf())
     for k, v in settings.items():
         builder = builder.config(k, v)
+    ours: list[str] = []  # set for the JVM's launch only: this process's other children keep the user's environment
     if not submitted and is_local(chosen) and SparkContext._active_spark_context is None:  # type: ignore[attr-defined]
-        for k, v in SMALL_MACHINE_ENV.items():  # read by the JVM at its launch, which getOrCreate does
-            os.environ.setdefault(k, v)
-    session = builder.getOrCreate()
+        ours = [k for k in SMALL_MACHINE_ENV if k not in os.environ]
+        os.environ.update({k: SMALL_MACHINE_ENV[k] for k in ours})  # read by the JVM at its launch (getOrCreate)
+    try:
+        session = builder.getOrCreate()
+    finally:
+        for k in ours:
+            os.environ.pop(k, None)
     preflight(session)  # on a cluster: executors that cannot import changefeed fail here, in one line
     return session
