@@ -191,7 +191,8 @@ class HeapReading:
     rounds: int  # full GCs it took for their count to stop falling
 
 
-def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6) -> HeapReading | None:
+def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6,
+                 keep: Path | None = None) -> HeapReading | None:
     """The heap after a full GC once the broadcasts that GC found unreachable are gone: a full GC (the histogram's)
     makes Spark's ContextCleaner see a dropped broadcast, its thread then removes the broadcast's block from the
     driver's store, and only the next full GC frees the relation. So: histogram, pause, again, until the count of
@@ -201,6 +202,8 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
         text = histogram()
         if text is None:
             return last
+        if keep is not None:  # the last round's histogram, for a diff between tenths
+            keep.write_text(text)
         total, counts = parse_histogram(text)
         now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n)
         if last is not None and now.broadcasts >= last.broadcasts:
@@ -210,7 +213,7 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
     return last
 
 
-def heap_after_gc(pid: int | None) -> HeapReading | None:
+def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | None:
     """The JVM's live heap after full GCs and Spark's cleaner (`settled_heap` over `jcmd GC.class_histogram`)."""
     if pid is None or shutil.which("jcmd") is None:
         return None
@@ -222,7 +225,7 @@ def heap_after_gc(pid: int | None) -> HeapReading | None:
         except (subprocess.SubprocessError, OSError):
             return None
 
-    return settled_heap(histogram)
+    return settled_heap(histogram, keep=keep)
 
 
 def native_memory(pid: int | None) -> dict[str, float] | None:
@@ -346,13 +349,13 @@ def soak(minutes: float, rate: int, interval: float, work: Path, transactions: i
             if 1 <= tenth < 10 and tenth not in out.heap:
                 pid = jvm_pid(proc.pid)
                 out.native[tenth] = native_memory(pid) if nmt else None  # before the GCs: as the run left it
-                out.heap[tenth] = heap_after_gc(pid)
+                out.heap[tenth] = heap_after_gc(pid, work.parent / f"histogram-{tenth}.txt")
                 if tenth == 1:
                     frozen_copy(proc.pid, work, work.parent / "restart-first")
         if proc.poll() is None:
             pid = jvm_pid(proc.pid)
             out.native[10] = native_memory(pid) if nmt else None
-            out.heap[10] = heap_after_gc(pid)
+            out.heap[10] = heap_after_gc(pid, work.parent / "histogram-10.txt")
             frozen_copy(proc.pid, work, work.parent / "restart-last")
         disk = disk_files(work / "lake")
         if proc.poll() is None:
