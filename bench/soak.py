@@ -172,6 +172,11 @@ BROADCAST_CLASSES = ("org.apache.spark.sql.execution.joins.UnsafeHashedRelation"
                      "org.apache.spark.broadcast.TorrentBroadcast")
 
 
+# a row Spark holds on the heap: many of them at a reading are the running micro-batch's (the rows `multiwrite` kept
+# of a table, sent back to the JVM as a local relation for its next rewrite: as many as the table has)
+ROWS = "org.apache.spark.sql.catalyst.expressions.UnsafeRow"
+
+
 def parse_histogram(text: str) -> tuple[int, dict[str, int]]:
     """`jcmd PID GC.class_histogram`: the bytes of all live objects (its Total line) and instances per class."""
     total, counts = 0, {}
@@ -189,6 +194,7 @@ class HeapReading:
     mb: float  # live objects after the last full GC
     broadcasts: int  # broadcast relations and broadcasts still alive then
     rounds: int  # full GCs it took for their count to stop falling
+    rows: int = 0  # Spark rows materialized on the heap then (`UnsafeRow`s): a running micro-batch's local relations
 
 
 def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6,
@@ -205,7 +211,7 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
         if keep is not None:  # the last round's histogram, for a diff between tenths
             keep.write_text(text)
         total, counts = parse_histogram(text)
-        now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n)
+        now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n, counts.get(ROWS, 0))
         if last is not None and now.broadcasts >= last.broadcasts:
             return now
         last = now
@@ -454,8 +460,9 @@ def report(run: Soak, minutes: float, rate: int) -> bool:
         print("too few samples to compare the first and last tenth")
         return False
     heap = [run.heap.get(i) for i in range(1, 11)]
-    print("jvm heap MB after full GCs and Spark's cleaner, at the end of each tenth (broadcasts alive, GCs): "
-          + " ".join("-" if h is None else f"{h.mb:.0f} ({h.broadcasts}, {h.rounds})" for h in heap))
+    print("jvm heap MB after full GCs and Spark's cleaner, at the end of each tenth (broadcasts alive, GCs, "
+          "UnsafeRows): " + " ".join("-" if h is None else f"{h.mb:.0f} ({h.broadcasts}, {h.rounds}, {h.rows})"
+                                     for h in heap))
     tenths = by_tenth(samples, minutes)
     print("jvm resident MB, mean of each tenth: "
           + " ".join(f"{statistics.fmean(s.jvm_mb for s in t):.0f}" if t else "-" for t in tenths))
