@@ -20,6 +20,7 @@ import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # HPROF basic types: size in bytes (2: an object id, its size given in the header)
 SIZES = {4: 1, 5: 2, 6: 4, 7: 8, 8: 1, 9: 2, 10: 4, 11: 8}
@@ -44,6 +45,8 @@ class Heap:
     prim_count: Counter[str] = field(default_factory=Counter)
     prim_size: dict[int, tuple[str, int]] = field(default_factory=dict)  # primitive array -> (type, bytes)
     roots: dict[int, str] = field(default_factory=dict)
+    skip: dict[int, set[int]] = field(default_factory=dict)  # class -> indexes of its layout left out (a referent)
+    mm: Any = None  # the dump, mapped: instances' field values are read from it
 
     def name(self, obj: int) -> str:
         if obj in self.class_names:
@@ -88,6 +91,7 @@ def read(path: Path) -> Heap:
     SIZES[2] = ids
     pos = end + 4 + 8
     instances: list[tuple[int, int, int, int]] = []  # (object, class, offset, length)
+    name_ids: dict[int, int] = {}  # class -> its name's string id
     total = len(mm)
     while pos < total:
         tag = mm[pos]
@@ -99,11 +103,11 @@ def read(path: Path) -> Heap:
         elif tag == 0x02:
             cid = struct.unpack_from(idfmt, mm, body + 4)[0]
             nid = struct.unpack_from(idfmt, mm, body + 8 + ids)[0]
-            h.class_names[cid] = nid  # type: ignore[assignment]  # a string id until resolved below
+            name_ids[cid] = nid
         elif tag in (0x0C, 0x1C):
             _segment(h, mm, body, body + length, instances, idfmt)
         pos = body + length
-    h.class_names = {c: _java_name(h.names.get(n, "?")) for c, n in h.class_names.items()}  # type: ignore[misc]
+    h.class_names = {c: _java_name(h.names.get(n, "?")) for c, n in name_ids.items()}
     # a Reference's referent (weak, soft, phantom, a finalizer's) keeps nothing alive: left out of the graph
     ref_class = next((c for c, n in h.class_names.items() if n == "java.lang.ref.Reference"), 0)
     skip: dict[int, set[int]] = {}
@@ -124,8 +128,8 @@ def read(path: Path) -> Heap:
             p += SIZES[t]
         h.refs[obj] = refs
         h.raw[obj] = (off, n)
-    h.mm = mm  # type: ignore[attr-defined]  # kept open for field values
-    h.skip = skip  # type: ignore[attr-defined]
+    h.mm = mm
+    h.skip = skip
     return h
 
 
@@ -155,8 +159,7 @@ def _segment(h: Heap, mm: mmap.mmap, pos: int, end: int, instances: list[tuple[i
             sup = struct.unpack_from(idfmt, mm, pos + ids + 4)[0]
             h.supers[cid] = sup
             pos += 7 * ids + 4
-            h.size[cid] = u4.unpack_from(mm, pos)[0] and 0  # a class object: no shallow size counted
-            pos += 4
+            pos += 4  # the instance size
             ncp = struct.unpack_from(">H", mm, pos)[0]
             pos += 2
             for _ in range(ncp):
@@ -271,11 +274,11 @@ def step(h: Heap, parent: int, index: int) -> str:
     # the i-th non-null reference kept in the graph: which field it was
     off, _n = h.raw[parent]
     idfmt = ">Q" if h.idsize == 8 else ">I"
-    skip = h.skip.get(c, ())  # type: ignore[attr-defined]
+    skip = h.skip.get(c, set())
     p, k = off, 0
     for j, (fname, t) in enumerate(h.layout(c)):
         if t == 2 and j not in skip:
-            if struct.unpack_from(idfmt, h.mm, p)[0]:  # type: ignore[attr-defined]
+            if struct.unpack_from(idfmt, h.mm, p)[0]:
                 if k == index:
                     return f"{name}.{h.names.get(int(fname), fname)}"
                 k += 1
