@@ -172,6 +172,11 @@ BROADCAST_CLASSES = ("org.apache.spark.sql.execution.joins.UnsafeHashedRelation"
                      "org.apache.spark.broadcast.TorrentBroadcast")
 
 
+# a row Spark holds on the heap: many of them at a reading are the running micro-batch's (the rows `multiwrite` kept
+# of a table, sent back to the JVM as a local relation for its next rewrite: as many as the table has)
+ROWS = "org.apache.spark.sql.catalyst.expressions.UnsafeRow"
+
+
 def parse_histogram(text: str) -> tuple[int, dict[str, int]]:
     """`jcmd PID GC.class_histogram`: the bytes of all live objects (its Total line) and instances per class."""
     total, counts = 0, {}
@@ -189,9 +194,11 @@ class HeapReading:
     mb: float  # live objects after the last full GC
     broadcasts: int  # broadcast relations and broadcasts still alive then
     rounds: int  # full GCs it took for their count to stop falling
+    rows: int = 0  # Spark rows materialized on the heap then (`UnsafeRow`s): a running micro-batch's local relations
 
 
-def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6) -> HeapReading | None:
+def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6,
+                 keep: Path | None = None) -> HeapReading | None:
     """The heap after a full GC once the broadcasts that GC found unreachable are gone: a full GC (the histogram's)
     makes Spark's ContextCleaner see a dropped broadcast, its thread then removes the broadcast's block from the
     driver's store, and only the next full GC frees the relation. So: histogram, pause, again, until the count of
@@ -201,8 +208,10 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
         text = histogram()
         if text is None:
             return last
+        if keep is not None:  # the last round's histogram, for a diff between tenths
+            keep.write_text(text)
         total, counts = parse_histogram(text)
-        now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n)
+        now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n, counts.get(ROWS, 0))
         if last is not None and now.broadcasts >= last.broadcasts:
             return now
         last = now
@@ -210,7 +219,7 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
     return last
 
 
-def heap_after_gc(pid: int | None) -> HeapReading | None:
+def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | None:
     """The JVM's live heap after full GCs and Spark's cleaner (`settled_heap` over `jcmd GC.class_histogram`)."""
     if pid is None or shutil.which("jcmd") is None:
         return None
@@ -222,7 +231,7 @@ def heap_after_gc(pid: int | None) -> HeapReading | None:
         except (subprocess.SubprocessError, OSError):
             return None
 
-    return settled_heap(histogram)
+    return settled_heap(histogram, keep=keep)
 
 
 def native_memory(pid: int | None) -> dict[str, float] | None:
@@ -346,13 +355,13 @@ def soak(minutes: float, rate: int, interval: float, work: Path, transactions: i
             if 1 <= tenth < 10 and tenth not in out.heap:
                 pid = jvm_pid(proc.pid)
                 out.native[tenth] = native_memory(pid) if nmt else None  # before the GCs: as the run left it
-                out.heap[tenth] = heap_after_gc(pid)
+                out.heap[tenth] = heap_after_gc(pid, work.parent / f"histogram-{tenth}.txt")
                 if tenth == 1:
                     frozen_copy(proc.pid, work, work.parent / "restart-first")
         if proc.poll() is None:
             pid = jvm_pid(proc.pid)
             out.native[10] = native_memory(pid) if nmt else None
-            out.heap[10] = heap_after_gc(pid)
+            out.heap[10] = heap_after_gc(pid, work.parent / "histogram-10.txt")
             frozen_copy(proc.pid, work, work.parent / "restart-last")
         disk = disk_files(work / "lake")
         if proc.poll() is None:
@@ -451,8 +460,9 @@ def report(run: Soak, minutes: float, rate: int) -> bool:
         print("too few samples to compare the first and last tenth")
         return False
     heap = [run.heap.get(i) for i in range(1, 11)]
-    print("jvm heap MB after full GCs and Spark's cleaner, at the end of each tenth (broadcasts alive, GCs): "
-          + " ".join("-" if h is None else f"{h.mb:.0f} ({h.broadcasts}, {h.rounds})" for h in heap))
+    print("jvm heap MB after full GCs and Spark's cleaner, at the end of each tenth (broadcasts alive, GCs, "
+          "UnsafeRows): " + " ".join("-" if h is None else f"{h.mb:.0f} ({h.broadcasts}, {h.rounds}, {h.rows})"
+                                     for h in heap))
     tenths = by_tenth(samples, minutes)
     print("jvm resident MB, mean of each tenth: "
           + " ".join(f"{statistics.fmean(s.jvm_mb for s in t):.0f}" if t else "-" for t in tenths))

@@ -22,6 +22,7 @@ HISTOGRAM = """{pid}:
    3:             {n}           {rb}  org.apache.spark.sql.execution.joins.UnsafeHashedRelation
    4:             {t}            960  org.apache.spark.broadcast.TorrentBroadcast
    5:             1             24  org.apache.spark.sql.execution.joins.LongHashedRelation
+   6:           250           6000  org.apache.spark.sql.catalyst.expressions.UnsafeRow
 Total        125000      {total}
 """
 
@@ -42,7 +43,7 @@ def test_the_heap_is_read_once_the_broadcasts_stop_falling():
     """GC, the cleaner removes blocks, GC again: the reading is the round whose broadcast count no longer fell."""
     seq = iter([histogram(11, 400), histogram(3, 330), histogram(3, 320), histogram(0, 100)])
     r = soak.settled_heap(lambda: next(seq), pause=0)
-    assert (round(r.mb), r.broadcasts, r.rounds) == (320, 3 + 3 + 1, 3)
+    assert (round(r.mb), r.broadcasts, r.rounds, r.rows) == (320, 3 + 3 + 1, 3, 250)
     # falling every round: stops at the cap, with the last round's reading
     seq = iter([histogram(n, 100 + n) for n in (9, 7, 5, 3)])
     r = soak.settled_heap(lambda: next(seq), pause=0, most=3)

@@ -33,8 +33,12 @@ SMALL_MACHINE = {
     "spark.driver.memory": "1g",
     # the serial GC (a small machine's cores go to the work), returning heap to the OS after a full GC when more than
     # 30% of it is free (the JVM's default, 70%, keeps a heap once grown toward -Xmx for good: a long run's resident
-    # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak)
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
+    # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak); and soft
+    # references (the JDK's and libraries' caches: reflection data, class path resources, thread-local buffers) kept
+    # 0.1 s per MB of free heap since their last use, not the default 1 s: with ~850 MB free a cache entry used once
+    # stayed ~14 minutes, so a long run's heap after a full GC kept every soft cache it ever filled (bench/soak.py)
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 "
+                                     "-XX:SoftRefLRUPolicyMSPerMB=100",
     # Spark's ContextCleaner frees a dropped broadcast, shuffle or cached block only once a GC has found it unreachable;
     # its periodic full GC (30 min by default) is what a long-running driver with a roomy heap relies on. Every minute
     # here: each micro-batch's broadcast hash relations (a memory page each) go within a minute, and the full GC is

@@ -39,3 +39,18 @@ def test_frees_an_object_only_a_cycle_kept():
         assert alive() is None
     finally:
         gc.enable()
+
+
+def test_now_collects_whatever_the_interval_and_restarts_it():
+    """A batch's end collects at once (its own objects); the next batch's start then waits out the interval."""
+    now = [10.0]
+    runs: list[float] = []
+    c = CycleCollector(2.0, clock=lambda: now[0], collect=lambda: runs.append(now[0]))
+    assert c.due()
+    now[0] = 10.5
+    c.now()
+    now[0] = 12.1  # 2.1 s after the first, 1.6 s after the batch's end
+    assert not c.due()
+    now[0] = 12.5
+    assert c.due()
+    assert runs == [10.0, 10.5, 12.5]

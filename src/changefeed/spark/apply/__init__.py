@@ -162,6 +162,13 @@ class ChangeApplier:
 
     # --- one micro-batch --------------------------------------------------------------------------
     def process(self, changes: DataFrame, batch_id: int) -> BatchReport:
+        """One micro-batch (`_batch`), then Python's cycles collected: the JVM objects the batch's DataFrames held
+        (its broadcast hash relations, the rows it sent the JVM) released before the next trigger (`pycycles`)."""
+        rep = self._batch(changes, batch_id)
+        self.cycles.now()
+        return rep
+
+    def _batch(self, changes: DataFrame, batch_id: int) -> BatchReport:
         from pyspark.sql import functions as F
 
         t0 = time.monotonic()
@@ -170,7 +177,7 @@ class ChangeApplier:
         trim = trim_bound(self.o, st, batch_id, int(time.time() * 1000))  # from the state the batch starts from
         rep = BatchReport(batch_id)
         lap = Laps(rep)
-        if self.cycles.due():  # the JVM objects earlier batches used, released (`pycycles`)
+        if self.cycles.due():  # what the caller let go of since the last batch's end, released (`pycycles`)
             lap("python gc")
         cache_in_session(changes.sparkSession)  # the batch's caches planned in its session, not in a clone
         changes = changes.persist()

@@ -6,7 +6,10 @@ the pair, and a process holding many long-lived objects runs a full collection r
 object and all it reaches: a DataFrame's plans, its broadcast hash relations (an 8 MB page each, in the driver's
 block store) and local relations (the rows `multiwrite` keeps of a table). In `bench/soak.py`, after 20 micro-batches
 the driver's JVM held 192 such DataFrames and 11 hashed relations, and its heap after a full GC kept growing
-(bench/RESULTS.md). A full collection costs ~50 ms of CPU here (100k objects): at most one every `every_s` seconds.
+(bench/RESULTS.md). A full collection costs ~50 ms of CPU here (100k objects): at most one every `every_s` seconds
+at a batch's start, and one at its end (`now`): what the batch itself used is then released before the consumer
+waits for the next trigger, not kept through the wait and the next batch's start (a heap dump of the soak's driver
+late in a run: its 8 MB broadcast hash relations held by the last batch's DataFrames through py4j).
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ class CycleCollector:
         self.clock = clock
         self.collect = collect
         self.last: float | None = None
+
+    def now(self) -> None:
+        """Collect at once (a batch's end: its own objects are unreachable from here on)."""
+        self.collect()
+        self.last = self.clock()
 
     def due(self) -> bool:
         """Collect if the last collection is `every_s` old (or there was none); whether it collected."""
