@@ -10,9 +10,11 @@ import os
 import random
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from changefeed.ddl import action_from_query
@@ -251,3 +253,16 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
     assert physical["remark"] == "note"  # (a column mapped after the fact keeps its name in the files)
     stats = orjson.loads(adds[-1]["stats"])  # by physical names, as Delta's protocol has them
     assert "note" in stats["nullCount"] and "remark" not in stats["nullCount"], stats
+    # app.orders: its MODIFY COLUMN turned type widening on; it stays rewritten too (its old files, of the narrow
+    # type, read as the wide one), never a MERGE, its new files of the wide type; equal to the merged side (above)
+    orders = tmp_path / "rewritten" / "app" / "orders"
+    history = sorted(DeltaTable.forPath(spark, str(orders)).history().collect(), key=lambda r: r["version"])
+    widened = next(r["version"] for r in history if r["operation"] == "CHANGE COLUMN")
+    after = [r["operation"] for r in history if r["version"] > widened]
+    assert "typeWidening" in (RsTable(str(orders)).protocol().reader_features or [])
+    assert "WRITE" in after and "MERGE" not in after, after
+    rewrite = max(r["version"] for r in history if r["operation"] == "WRITE")
+    last = [orjson.loads(line)["add"]["path"] for line in (orders / "_delta_log" / f"{rewrite:020d}.json")
+            .read_bytes().splitlines() if b'"add"' in line]
+    assert last and all(str(pq.read_schema(orders / unquote(f)).field("amount").type) == "decimal128(12, 2)"
+                        for f in last), last
