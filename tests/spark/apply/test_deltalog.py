@@ -141,3 +141,24 @@ def test_a_table_with_type_widening_may_be_rewritten_where_sparks_reader_widens_
     assert refusal(widening, {**conf, "schemaString": nested}, []) == unread
     assert refusal(widening, {**conf, "schemaString": _widened(("c", "integer", "long"), ("d", "integer", "double"))},
                    []) is not None
+
+
+def test_a_widened_table_is_rewritten_only_where_its_commit_is_a_log_file_written_here(tmp_path) -> None:
+    """delta-rs opens and checkpoints a table with type widening but refuses to commit to it: without the log files
+    written here (a file system without hard links) the table keeps Delta's MERGE."""
+    from changefeed.spark.apply.log_rs import RustLog
+
+    log = tmp_path / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_bytes(b"\n".join(orjson.dumps(a) for a in [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"],
+                      "writerFeatures": ["typeWidening", "invariants", "appendOnly"]}},
+        {"metaData": {"id": "4f1c", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [],
+                      "schemaString": _widened(("amount", "decimal(10,2)", "decimal(12,2)")), "createdTime": 0,
+                      "configuration": {"delta.enableTypeWidening": "true"}}}]) + b"\n")
+    direct = RustLog()
+    direct.direct = True
+    assert direct.read(str(tmp_path / "t"), None).refused is None
+    through_delta_rs = RustLog()
+    through_delta_rs.direct = False
+    assert (through_delta_rs.read(str(tmp_path / "t"), None).refused or "").startswith("type widening")
