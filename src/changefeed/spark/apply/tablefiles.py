@@ -11,7 +11,7 @@ A table with type widening (what a MODIFY COLUMN that widens a type turns on) is
 in the schema's metadata (`delta.typeChanges`), which a rewrite keeps untouched, and Delta's protocol lets a
 writer's files hold the column's current (wide) type; the old files, of the narrow type, are read as the wide
 one (`widenings_read`: only the changes Spark's Parquet reader makes itself). Refusing it sent the main
-workload's app.orders to Delta's MERGE at 5,000 events/s (bench/RESULTS.md, 2026-11-27 20:xx)."""
+workload's app.orders to Delta's MERGE at 5,000 events/s (bench/RESULTS.md, 2026-11-27 20:07)."""
 
 from __future__ import annotations
 
