@@ -3,6 +3,8 @@ bookkeeping is all in their AddFile/RemoveFile actions."""
 
 from __future__ import annotations
 
+import orjson
+
 from changefeed.spark.apply.deltalog import file_name, local_folder
 from changefeed.spark.apply.tablefiles import TableFiles, field_ids, refusal
 
@@ -103,3 +105,60 @@ def test_a_table_with_column_mapping_by_name_may_be_rewritten_under_its_physical
     assert tf.physical() == {"id": "id", "remark": "note", "added": "col-7d1e"}
     assert field_ids(MAPPED_SCHEMA) == {"id": 1, "remark": 2, "added": 3}
     assert TableFiles(4, MAPPED_SCHEMA, {}, None, {}).physical() is None  # no mapping: the names are the same
+
+
+def _widened(*changes: tuple[str, str, str]) -> str:
+    """A schema whose columns record type changes (name, from, to), as Delta's ALTER COLUMN ... TYPE leaves it."""
+    fields = [{"name": "id", "type": "long", "nullable": False, "metadata": {}}]
+    for name, old, new in changes:
+        fields.append({"name": name, "type": new, "nullable": False,
+                       "metadata": {"delta.typeChanges": [{"toType": new, "fromType": old}]}})
+    return orjson.dumps({"type": "struct", "fields": fields}).decode()
+
+
+def test_a_table_with_type_widening_may_be_rewritten_where_sparks_reader_widens_its_old_files() -> None:
+    """What a widening MODIFY COLUMN turns on (Delta 4.0's `typeWidening`, as Delta leaves the protocol): the table
+    stays on the rewrite (its old files, of the narrow type, read as the wide one by Spark's Parquet reader) rather
+    than Delta's MERGE for the rest of its life (app.orders at 5,000 events/s)."""
+    widening = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"],
+                "writerFeatures": ["typeWidening", "invariants", "appendOnly"]}
+    conf = {"configuration": {"delta.enableTypeWidening": "true"}}
+    for old, new in (("decimal(10,2)", "decimal(12,2)"), ("decimal(5,2)", "decimal(20,2)"), ("integer", "long"),
+                     ("byte", "short"), ("float", "double")):
+        assert refusal(widening, {**conf, "schemaString": _widened(("c", old, new))}, []) is None, (old, new)
+    # with column mapping too (a table renamed and widened)
+    both = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping", "typeWidening"],
+            "writerFeatures": ["columnMapping", "typeWidening", "invariants", "appendOnly"]}
+    assert refusal(both, {"configuration": {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"},
+                          "schemaString": _widened(("c", "integer", "long"))}, []) is None
+    # changes the files would need converting for (a scale raised, an integer to a decimal or double, a date to a
+    # timestamp), or of a nested field: Delta's MERGE, which reads them through Delta's own reader
+    unread = "type widening Spark's Parquet reader does not make"
+    for old, new in (("decimal(10,2)", "decimal(12,4)"), ("integer", "decimal(12,0)"), ("integer", "double"),
+                     ("date", "timestamp_ntz")):
+        assert refusal(widening, {**conf, "schemaString": _widened(("c", old, new))}, []) == unread, (old, new)
+    nested = _widened(("c", "integer", "long")).replace('"fromType"', '"fieldPath":"element","fromType"')
+    assert refusal(widening, {**conf, "schemaString": nested}, []) == unread
+    assert refusal(widening, {**conf, "schemaString": _widened(("c", "integer", "long"), ("d", "integer", "double"))},
+                   []) is not None
+
+
+def test_a_widened_table_is_rewritten_only_where_its_commit_is_a_log_file_written_here(tmp_path) -> None:
+    """delta-rs opens and checkpoints a table with type widening but refuses to commit to it: without the log files
+    written here (a file system without hard links) the table keeps Delta's MERGE."""
+    from changefeed.spark.apply.log_rs import RustLog
+
+    log = tmp_path / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_bytes(b"\n".join(orjson.dumps(a) for a in [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"],
+                      "writerFeatures": ["typeWidening", "invariants", "appendOnly"]}},
+        {"metaData": {"id": "4f1c", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [],
+                      "schemaString": _widened(("amount", "decimal(10,2)", "decimal(12,2)")), "createdTime": 0,
+                      "configuration": {"delta.enableTypeWidening": "true"}}}]) + b"\n")
+    direct = RustLog()
+    direct.direct = True
+    assert direct.read(str(tmp_path / "t"), None).refused is None
+    through_delta_rs = RustLog()
+    through_delta_rs.direct = False
+    assert (through_delta_rs.read(str(tmp_path / "t"), None).refused or "").startswith("type widening")

@@ -10,9 +10,11 @@ import os
 import random
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from changefeed.ddl import action_from_query
@@ -251,3 +253,16 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
     assert physical["remark"] == "note"  # (a column mapped after the fact keeps its name in the files)
     stats = orjson.loads(adds[-1]["stats"])  # by physical names, as Delta's protocol has them
     assert "note" in stats["nullCount"] and "remark" not in stats["nullCount"], stats
+    # app.orders: its MODIFY COLUMN turned type widening on; it stays rewritten too (its old files, of the narrow
+    # type, read as the wide one), never a MERGE, its new files of the wide type; equal to the merged side (above)
+    orders = tmp_path / "rewritten" / "app" / "orders"
+    log = {int(f.stem): [orjson.loads(line) for line in f.read_bytes().splitlines() if line.strip()]
+           for f in (orders / "_delta_log").glob("*.json")}  # (read from the log: no Spark job)
+    ops = {v: next(a["commitInfo"]["operation"] for a in acts if "commitInfo" in a) for v, acts in log.items()}
+    widened = min(v for v, op in ops.items() if op == "CHANGE COLUMN")
+    after = [op for v, op in sorted(ops.items()) if v > widened]
+    assert "typeWidening" in (RsTable(str(orders)).protocol().reader_features or [])
+    assert "WRITE" in after and "MERGE" not in after, after
+    last = [a["add"]["path"] for a in log[max(v for v, op in ops.items() if op == "WRITE")] if "add" in a]
+    assert last and all(str(pq.read_schema(orders / unquote(f)).field("amount").type) == "decimal128(12, 2)"
+                        for f in last), last

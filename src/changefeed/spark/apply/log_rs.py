@@ -33,6 +33,8 @@ DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else p
 EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 REBASES = 5  # a rewrite re-planned on a newer version at most this often (other writers committing meanwhile)
 CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs's own is 100)
+# Delta's type widening: delta-rs (1.6) opens and checkpoints such a table but refuses to commit to it
+WIDENING = frozenset({"typeWidening", "typeWidening-preview"})
 
 
 def _log_file(path: str, version: int) -> str:
@@ -125,8 +127,12 @@ class RustLog:
         self._cleanup[path] = str(m.configuration.get(EXPIRED_LOG_CLEANUP, "true")).lower() != "false"
         adds = _adds(dt)  # deletion vectors come with their table feature: refused by the protocol
         # delta-rs gives each path as the log holds it (URI-encoded already): kept as is
-        return TableFiles(dt.version(), schema, {a["path"]: int(a["size_bytes"]) for a in adds},
-                          refusal(protocol, meta, []), dict(m.configuration))
+        files = {a["path"]: int(a["size_bytes"]) for a in adds}
+        refused = refusal(protocol, meta, [])
+        if refused is None and WIDENING.intersection(p.writer_features or ()) \
+                and not (self.direct and logfile.plain(files)):
+            refused = "type widening (delta-rs does not commit it: only the log files written here do)"
+        return TableFiles(dt.version(), schema, files, refused, dict(m.configuration))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""

@@ -5,7 +5,13 @@ another writer may not rewrite them (`refusal`): what both log writers (`log_rs`
 A table with column mapping in name mode (what a RENAME or DROP COLUMN turns on in `table-features = "auto"`) is
 rewritable too: its files name each column by its physical name (`physical_names`), which a rewrite reads and
 writes (and records statistics by), the log keeping nothing else for it. Refusing it sent a renamed table from
-the rewrite to a MERGE for the rest of its life: the step in a long run's lag (bench/RESULTS.md, soak)."""
+the rewrite to a MERGE for the rest of its life: the step in a long run's lag (bench/RESULTS.md, soak).
+
+A table with type widening (what a MODIFY COLUMN that widens a type turns on) is rewritable too: the widening is
+in the schema's metadata (`delta.typeChanges`), which a rewrite keeps untouched, and Delta's protocol lets a
+writer's files hold the column's current (wide) type; the old files, of the narrow type, are read as the wide
+one (`widenings_read`: only the changes Spark's Parquet reader makes itself). Refusing it sent the main
+workload's app.orders to Delta's MERGE at 5,000 events/s (bench/RESULTS.md, 2026-11-27 20:07)."""
 
 from __future__ import annotations
 
@@ -63,7 +69,9 @@ def field_ids(schema_json: str) -> dict[str, int]:
 
 # table features whose files any writer writes alike, with nothing kept in the log (TIMESTAMP_NTZ: a column type;
 # column mapping in name mode: the physical names are in the schema, which a rewrite keeps, see `physical_names`)
-REWRITABLE_FEATURES = frozenset({"timestampNtz", "columnMapping"})
+REWRITABLE_FEATURES = frozenset({"timestampNtz", "columnMapping", "typeWidening", "typeWidening-preview"})
+TYPE_CHANGES = "delta.typeChanges"
+_INTEGRAL = ("byte", "short", "integer", "long")
 # writer features a protocol upgrade to table features lists for what writer versions 2 to 5 had (appendOnly,
 # column invariants, CHECK constraints, CDF, generated columns): each only supported until a property or the schema
 # uses it, which is looked for below (a table with TIMESTAMP_NTZ columns given column mapping lists them all)
@@ -102,9 +110,53 @@ def refusal(protocol: dict[str, Any], metadata: dict[str, Any], adds: list[dict[
             return k  # id mode: readers find columns by field id, which a rewrite would have to keep exactly
     if mapped and _nested(schema):
         return "column mapping of nested columns"
+    if TYPE_CHANGES in schema and not widenings_read(schema):
+        return "type widening Spark's Parquet reader does not make"
     if any(a.get("deletionVector") for a in adds):
         return "deletion vectors"
     return None
+
+
+def widenings_read(schema_json: str) -> bool:
+    """Whether every type change the schema records (`delta.typeChanges`, top-level columns) is one Spark's own
+    Parquet reader makes when a file of the old type is read as the new one: an integer to a wider integer, float
+    to double, a decimal to one of more precision and the same scale (what TiDB's widening MODIFY COLUMN gives);
+    others (to a decimal or double from an integer, a scale raised, date to timestamp) are left to Delta's MERGE."""
+    try:
+        fields = orjson.loads(schema_json)["fields"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return False
+    for f in fields:
+        meta = f.get("metadata") or {}
+        changes = meta.get(TYPE_CHANGES)
+        if changes is None:
+            continue
+        if isinstance(f.get("type"), dict) or not isinstance(changes, list):
+            return False  # a nested column's inner field (fieldPath): not looked into
+        for c in changes:
+            if not isinstance(c, dict) or c.get("fieldPath") or not _widening_read(str(c.get("fromType")),
+                                                                                   str(c.get("toType"))):
+                return False
+    return True
+
+
+def _widening_read(old: str, new: str) -> bool:
+    if old in _INTEGRAL and new in _INTEGRAL:
+        return _INTEGRAL.index(old) < _INTEGRAL.index(new)
+    if (old, new) == ("float", "double"):
+        return True
+    a, b = _decimal(old), _decimal(new)
+    return a is not None and b is not None and a[1] == b[1] and a[0] <= b[0]
+
+
+def _decimal(t: str) -> tuple[int, int] | None:
+    if not (t.startswith("decimal(") and t.endswith(")")):
+        return None
+    try:
+        p, s = (int(x) for x in t[8:-1].split(","))
+    except ValueError:
+        return None
+    return p, s
 
 
 def _nested(schema_json: str) -> bool:
