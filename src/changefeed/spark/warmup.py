@@ -1,0 +1,122 @@
+"""A warm-up before the stream: the consumer's decode and apply path run on a small synthetic stream, into a scratch
+lake it creates and removes, before the real query reads its first record.
+
+Why: a JVM Spark just launched runs its first micro-batch several times slower than its tenth. It loads ~15,000
+classes, Spark generates and compiles its code (Janino), and the JIT compiles the planner's methods (Catalyst,
+Delta) as they get hot: on the 2-core VM the first 250-event batch cost ~38 CPU-s against ~4.5 for a steady one,
+and a stream's first DDL of each kind ~15 (bench/RESULTS.md). A consumer that starts on live traffic pays that as
+lag on its first batches. Run before the query starts, as JVM services warm up before they report ready, the cost
+moves to the start-up: the stream's first batches run on loaded classes and compiled code. Only worth it in a JVM
+that was just launched (`should_warm_up`); the workload is the canal-json one of `changefeed run` (every type
+family, each DDL kind), written to the file transport, whatever the consumer's own source and protocol: the JVM's
+hot code (planning, Delta, the apply engine) is the same for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ENV = "CHANGEFEED_WARM_UP"  # "0": no warm-up unless asked for on the command line (the tests' subprocesses)
+PREFIX = "warm-up-"
+# the synthetic stream: enough transactions for every DDL kind of the workload, sent in BATCHES micro-batches
+TRANSACTIONS = 80
+BATCHES = 3
+
+
+@dataclass
+class WarmUp:
+    """What a warm-up did: its micro-batches, the changes they applied, its seconds."""
+
+    batches: int = 0
+    changes: int = 0
+    seconds: float = 0.0
+
+
+def default_on() -> bool:
+    """The warm-up's default: on, unless the environment's CHANGEFEED_WARM_UP says 0 / false / off."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def should_warm_up(asked: bool | None, launched: bool) -> bool:
+    """Whether a command warms up: `asked` (--warm-up / --no-warm-up / the TOML's warm-up; None: not said) over the
+    default, and only in a JVM this command `launched` (an active session was warmed by what ran on it before)."""
+    return launched and (default_on() if asked is None else asked)
+
+
+def warm_up(spark: SparkSession, under: Path, transactions: int = TRANSACTIONS, batches: int = BATCHES) -> WarmUp:
+    """Run the synthetic stream through `read_changes` + `apply_changes` in `batches` micro-batches, in a folder made
+    under `under` (created if missing) and removed at the end, whatever happens: nothing else is touched."""
+    from ..job import RunOptions, default_sink
+    from ..produce import open_producer
+    from ..sinkconfig import codec_options
+    from ..workload import Workload
+    from .pipeline import apply_changes, read_changes
+
+    t0 = time.monotonic()
+    under.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=PREFIX, dir=under))  # ours alone: a new name
+    out = WarmUp()
+    try:
+        sink = default_sink(RunOptions(work=scratch))
+        protocol, codec_opts = codec_options(sink)
+        events = list(Workload(7, transactions))
+        step = -(-len(events) // max(1, batches))
+        chunks = [events[i:i + step] for i in range(0, len(events), step)]
+        producer, transport, _ = open_producer(sink, ddl_to_all_partitions=True)
+        transport.partitions(producer.router.default_topic)
+        sent = [0]
+
+        def write_next() -> None:
+            """The next chunk, flushed before Spark asks the source for offsets again: one chunk a micro-batch."""
+            if sent[0] < len(chunks):
+                for ev in chunks[sent[0]]:
+                    producer.send(ev)
+                sent[0] += 1
+                if sent[0] == len(chunks):
+                    producer.close()  # the last watermark: every table complete
+                transport.flush()
+
+        def on_batch(rep: Any) -> None:
+            out.batches += 1
+            out.changes += rep.rows_in
+            write_next()
+
+        write_next()
+        lake = scratch / "lake"
+        changes = read_changes(spark, sink.split("?", 1)[0], protocol, codec_opts,
+                               schema_store=str(scratch / "schemas"))
+        query = apply_changes(changes, str(lake), checkpoint=str(scratch / "checkpoint"),
+                              trigger="processing-time=0 seconds", on_batch=on_batch, app_id="changefeed-warm-up")
+        try:
+            deadline = time.monotonic() + 600
+            while sent[0] < len(chunks) and query.exception() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if query.exception() is None:
+                query.processAllAvailable()
+        finally:
+            query.stop()
+            transport.close()
+        if query.exception() is not None:
+            raise RuntimeError(f"the warm-up's query failed: {query.exception()}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        _forget_tables(spark)
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+def _forget_tables(spark: SparkSession) -> None:
+    """Drop Delta's cached logs (the scratch lake's tables: their files are gone; the stream has not started)."""
+    try:
+        spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - a cache: nothing to lose when it cannot be cleared
+        pass
