@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from ..model import Event
+
 ENV = "CHANGEFEED_WARM_UP"  # "0": no warm-up unless asked for on the command line (the tests' subprocesses)
 PREFIX = "warm-up-"
 # the synthetic stream: enough transactions for every DDL kind of the workload, sent in BATCHES micro-batches
@@ -46,15 +48,35 @@ def default_on() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def should_warm_up(asked: bool | None, launched: bool) -> bool:
-    """Whether a command warms up: `asked` (--warm-up / --no-warm-up / the TOML's warm-up; None: not said) over the
-    default, and only in a JVM this command `launched` (an active session was warmed by what ran on it before)."""
-    return launched and (default_on() if asked is None else asked)
+def should_warm_up(asked: bool | None, launched: bool, live: bool) -> bool:
+    """Whether a command warms up: only a JVM it `launched` (an active session is as warm as what ran on it); then
+    as `asked` (--warm-up / --no-warm-up, the TOML's `warm-up`), else by default when the query keeps running on a
+    `live` stream (a processing-time trigger: its first batches' lag is what a warm-up cuts; a drain that stops at
+    the stream's end would only pay for it) and the environment does not turn it off (`default_on`)."""
+    if not launched:
+        return False
+    return asked if asked is not None else live and default_on()
 
 
-def warm_up(spark: SparkSession, under: Path, transactions: int = TRANSACTIONS, batches: int = BATCHES) -> WarmUp:
-    """Run the synthetic stream through `read_changes` + `apply_changes` in `batches` micro-batches, in a folder made
-    under `under` (created if missing) and removed at the end, whatever happens: nothing else is touched."""
+def jvm_launched() -> bool:
+    """Whether no Spark JVM runs in this process yet (call before a command starts its session)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is None  # type: ignore[attr-defined]
+
+
+def announce_and_warm(spark: SparkSession, under: Path, say: Any) -> WarmUp:
+    """`warm_up` with a line before and after it on the command's output (`say`: print a line)."""
+    say("warming up Spark before the stream: a synthetic stream into a scratch lake (--no-warm-up: not)")
+    done = warm_up(spark, under)
+    say(f"warmed up in {done.seconds:.0f} s ({done.batches} micro-batches, {done.changes} changes)")
+    return done
+
+
+def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: list[Event] | None = None) -> WarmUp:
+    """Run the synthetic stream (`events`: the workload's first TRANSACTIONS by default) through `read_changes` +
+    `apply_changes` in `batches` micro-batches, in a folder made under `under` (created if missing) and removed at
+    the end, whatever happens: nothing else is touched."""
     from ..job import RunOptions, default_sink
     from ..produce import open_producer
     from ..sinkconfig import codec_options
@@ -68,7 +90,8 @@ def warm_up(spark: SparkSession, under: Path, transactions: int = TRANSACTIONS, 
     try:
         sink = default_sink(RunOptions(work=scratch))
         protocol, codec_opts = codec_options(sink)
-        events = list(Workload(7, transactions))
+        if events is None:
+            events = list(Workload(7, TRANSACTIONS))
         step = -(-len(events) // max(1, batches))
         chunks = [events[i:i + step] for i in range(0, len(events), step)]
         producer, transport, _ = open_producer(sink, ddl_to_all_partitions=True)
