@@ -14,6 +14,7 @@ hot code (planning, Delta, the apply engine) is the same for all of them.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -87,6 +88,9 @@ def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: li
     under.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=PREFIX, dir=under))  # ours alone: a new name
     out = WarmUp()
+    quiet = logging.getLogger("changefeed.lake")  # the scratch tables' feature upgrades are nobody's news
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         sink = default_sink(RunOptions(work=scratch))
         protocol, codec_opts = codec_options(sink)
@@ -131,6 +135,7 @@ def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: li
         if query.exception() is not None:
             raise RuntimeError(f"the warm-up's query failed: {query.exception()}")
     finally:
+        quiet.setLevel(level)
         shutil.rmtree(scratch, ignore_errors=True)
         _forget_tables(spark)
     out.seconds = time.monotonic() - t0
