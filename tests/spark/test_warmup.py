@@ -54,7 +54,7 @@ def test_a_warm_up_applies_its_stream_in_a_scratch_lake_it_removes(spark, tmp_pa
     mine = tmp_path / "spark" / "keep.txt"
     mine.parent.mkdir()
     mine.write_text("the user's")
-    events = list(Workload(3, 12))[:40]  # the CREATE TABLEs and a few transactions: one small micro-batch
+    events = list(Workload(3, 400))[:40]  # the CREATE TABLEs and a few transactions (the first ALTER: at 15%)
     rows = sum(1 for e in events if e.kind in ROW_KINDS)
     done = warm_up(spark, tmp_path / "spark", batches=1, events=events)
     assert done.batches >= 1 and done.changes >= rows > 0
