@@ -66,10 +66,16 @@ def jvm_launched() -> bool:
     return SparkContext._active_spark_context is None  # type: ignore[attr-defined]
 
 
-def announce_and_warm(spark: SparkSession, under: Path, say: Any) -> WarmUp:
-    """`warm_up` with a line before and after it on the command's output (`say`: print a line)."""
+def announce_and_warm(spark: SparkSession, under: Path, say: Any) -> WarmUp | None:
+    """`warm_up` with a line before and after it on the command's output (`say`: print a line). A warm-up that fails
+    is said in one line and the stream starts without it: it only ever saves time."""
     say("warming up Spark before the stream: a synthetic stream into a scratch lake (--no-warm-up: not)")
-    done = warm_up(spark, under)
+    try:
+        done = warm_up(spark, under)
+    except Exception as e:  # noqa: BLE001 - the stream itself does not depend on it
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        say(f"the warm-up failed ({first[:200]}): the stream starts without it")
+        return None
     say(f"warmed up in {done.seconds:.0f} s ({done.batches} micro-batches, {done.changes} changes)")
     return done
 
