@@ -61,3 +61,14 @@ def test_a_warm_up_applies_its_stream_in_a_scratch_lake_it_removes(spark, tmp_pa
     assert mine.read_text() == "the user's"
     assert [p.name for p in (tmp_path / "spark").iterdir()] == ["keep.txt"]
     assert not any(p.name.startswith(PREFIX) for p in tmp_path.rglob("*"))
+
+
+def test_a_warm_up_that_fails_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """No session to run on: the warm-up's stream was written, its query cannot start; the folder goes all the
+    same, and the command hears one line and goes on."""
+    from changefeed.spark.warmup import announce_and_warm
+
+    lines: list[str] = []
+    assert announce_and_warm(None, tmp_path / "spark", lines.append) is None  # type: ignore[arg-type]
+    assert len(lines) == 2 and lines[1].startswith("the warm-up failed (") and "starts without it" in lines[1]
+    assert list((tmp_path / "spark").iterdir()) == []
