@@ -3,7 +3,7 @@
 Why: a JVM Spark just launched loads ~15,000 classes from jars for its first micro-batch (Spark's, Delta's, the
 connectors'), parsing and verifying each; with the classes mapped from an archive made once, loading them is
 nearly free. JDK 13+ writes such an archive at a JVM's exit (`-XX:ArchiveClassesAtExit`): the set-up runs the
-warm-up's stream (spark/warmup.py) once in a JVM so launched (`python -m changefeed.spark.classcache`), into
+warm-up's stream (spark/warmup.py) once in a JVM so launched (`python -m changefeed.spark.warmup`), into
 `.cache/cds/<key>.jsa`, the key a digest of the java binary and of every jar on the session's class path. A local
 session changefeed launches gets `-XX:SharedArchiveFile=` only when the archive of the current key is there; a
 changed JDK, a new jar or a removed archive means no archive (and the set-up builds the new one). The JVM checks
@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import sys
-import time
 from pathlib import Path
 
-from .session import JARS, NIOFS, ROOT
-
+ROOT = Path(__file__).resolve().parents[3]
+# the connector jars and niofs' jar, where session.py takes them from (not imported: session.py imports this module)
+JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jars"))
+NIOFS = ROOT / ".cache" / "niofs"
 FOLDER = Path(os.environ.get("CHANGEFEED_CDS_DIR", ROOT / ".cache" / "cds"))
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive that does not fit is not worth a warning on the terminal
 
@@ -67,50 +67,3 @@ def java_options(folder: Path = FOLDER) -> str:
     """The JVM options that use the archive, or "" when there is none for the current JVM and jars."""
     path = archive(folder)
     return f"-XX:SharedArchiveFile={path} {QUIET}" if path is not None else ""
-
-
-def build(folder: Path = FOLDER) -> Path | None:
-    """Write the archive of the current key (none when it is there or there is no java): a JVM launched with
-    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Older archives go."""
-    k = key()
-    if k is None:
-        print("classcache: no java: no class-data archive", file=sys.stderr)
-        return None
-    target = folder / f"classes-{k}.jsa"
-    if target.is_file():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / f".classes-{k}.{os.getpid()}.jsa"
-    from pyspark import SparkContext
-
-    from .session import SMALL_MACHINE, spark_session
-    from .warmup import warm_up
-
-    t0 = time.monotonic()
-    opts = f"{SMALL_MACHINE['spark.driver.extraJavaOptions']} -XX:ArchiveClassesAtExit={partial} {QUIET}"
-    spark = spark_session("local[2]", "changefeed-classcache", conf={"spark.driver.extraJavaOptions": opts})
-    try:
-        warm_up(spark, folder / "work")
-    finally:
-        spark.stop()
-        gateway = SparkContext._gateway  # type: ignore[attr-defined]
-        proc = getattr(gateway, "proc", None)
-        if gateway is not None:
-            gateway.shutdown()
-        if proc is not None:  # the JVM exits when its stdin closes, and writes the archive as it does
-            proc.stdin.close()
-            proc.wait(timeout=900)
-        shutil.rmtree(folder / "work", ignore_errors=True)
-    if not partial.is_file() or partial.stat().st_size == 0:
-        print(f"classcache: the JVM wrote no archive at {partial}", file=sys.stderr)
-        return None
-    partial.rename(target)
-    for old in folder.glob("classes-*.jsa"):
-        if old != target:
-            old.unlink()
-    print(f"classcache: {target} ({target.stat().st_size >> 20} MB, {time.monotonic() - t0:.0f} s)", file=sys.stderr)
-    return target
-
-
-if __name__ == "__main__":
-    build()

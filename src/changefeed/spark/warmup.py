@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -154,3 +155,52 @@ def _forget_tables(spark: SparkSession) -> None:
         spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - a cache: nothing to lose when it cannot be cleared
         pass
+
+
+def write_class_archive(folder: Path | None = None) -> Path | None:
+    """Write the archive of the current key (none when it is there or there is no java): a JVM launched with
+    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Older archives go."""
+    from .classcache import FOLDER, QUIET, key
+
+    folder = folder or FOLDER
+    k = key()
+    if k is None:
+        print("classcache: no java: no class-data archive", file=sys.stderr)
+        return None
+    target = folder / f"classes-{k}.jsa"
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".classes-{k}.{os.getpid()}.jsa"
+    from pyspark import SparkContext
+
+    from .session import SMALL_MACHINE, spark_session
+
+    t0 = time.monotonic()
+    opts = f"{SMALL_MACHINE['spark.driver.extraJavaOptions']} -XX:ArchiveClassesAtExit={partial} {QUIET}"
+    spark = spark_session("local[2]", "changefeed-classcache", conf={"spark.driver.extraJavaOptions": opts})
+    try:
+        warm_up(spark, folder / "work")
+    finally:
+        spark.stop()
+        gateway = SparkContext._gateway  # type: ignore[attr-defined]
+        proc = getattr(gateway, "proc", None)
+        if gateway is not None:
+            gateway.shutdown()
+        if proc is not None:  # the JVM exits when its stdin closes, and writes the archive as it does
+            proc.stdin.close()
+            proc.wait(timeout=900)
+        shutil.rmtree(folder / "work", ignore_errors=True)
+    if not partial.is_file() or partial.stat().st_size == 0:
+        print(f"classcache: the JVM wrote no archive at {partial}", file=sys.stderr)
+        return None
+    partial.rename(target)
+    for old in folder.glob("classes-*.jsa"):
+        if old != target:
+            old.unlink()
+    print(f"classcache: {target} ({target.stat().st_size >> 20} MB, {time.monotonic() - t0:.0f} s)", file=sys.stderr)
+    return target
+
+
+if __name__ == "__main__":
+    write_class_archive()
