@@ -112,6 +112,10 @@ def tree_cpu(pid: int) -> dict[str, float]:
     return out
 
 
+def _cpu(parts: dict[str, float]) -> float:
+    return sum(parts[k] for k in ("python", "jvm", "workers"))
+
+
 def jvm_threads(pid: int) -> dict[str, float]:
     """The JVM's CPU seconds by kind of thread (its threads' names, numbers left out): JIT compilers, GC, Spark's
     task threads, the stream's thread, py4j's."""
@@ -129,7 +133,7 @@ def jvm_threads(pid: int) -> dict[str, float]:
 
 
 def run(chunk: int, count: int, transactions: int, profile: int = 0,
-        conf: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        conf: dict[str, str] | None = None, warm: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`count` micro-batches of `chunk` events each, in lockstep: the next chunk is written (and flushed) by the
     previous batch's report, before Spark asks the source for its next offsets, so every batch holds one chunk
     whatever the machine's load. Verified at the end. Returns the batches and the run's totals."""
@@ -144,7 +148,10 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
     from changefeed.workload import Workload
 
     counter = Py4jCounter()
+    me = os.getpid()
+    t_start = time.monotonic()
     spark = spark_session("local[2]", "changefeed-bench-floor", conf=conf)
+    start = {"session s": time.monotonic() - t_start, "session CPU-s": _cpu(tree_cpu(me))}
     sched = spark.sparkContext._jsc.sc().dagScheduler()  # type: ignore[union-attr]
     jvm = spark._jvm  # type: ignore[union-attr]
     mx = jvm.java.lang.management.ManagementFactory
@@ -166,9 +173,15 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
 
     apply_mod.ChangeApplier.process = process  # type: ignore[method-assign]
     batches: list[dict[str, Any]] = []
-    me = os.getpid()
     try:
         with tempfile.TemporaryDirectory(prefix="changefeed-floor-") as tmp:
+            if warm:  # the consumer's warm-up (spark/warmup.py) before the stream, as consume and run do
+                from changefeed.spark.warmup import warm_up
+
+                t_warm, cpu_warm = time.monotonic(), _cpu(tree_cpu(me))
+                wu = warm_up(spark, Path(tmp) / "spark")
+                start.update({"warm-up s": time.monotonic() - t_warm, "warm-up CPU-s": _cpu(tree_cpu(me)) - cpu_warm,
+                              "warm-up batches": wu.batches})
             opts = RunOptions(work=Path(tmp) / "w", transactions=transactions)
             opts.work.mkdir()
             sink = default_sink(opts)
@@ -265,7 +278,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                     print(f"py4j calls per batch by {title} (batches {profile + 1}-{len(batches)}): calls, seconds")
                     for k, (c, sec) in sorted(table.items(), key=lambda kv: -kv[1][1])[:40]:
                         print(f"  {c / n:8.1f} {sec / n:7.3f}  {k}")
-            return batches, {"batches": len(batches), "seconds": seconds, "events": producer.events}
+            return batches, {"batches": len(batches), "seconds": seconds, "events": producer.events, "start": start}
     finally:
         spark.stop()
 
@@ -284,6 +297,12 @@ def report(batches: list[dict[str, Any]], totals: dict[str, Any], skip: int, eac
             print(f"{b['id']:>5} {b['rows']:>6} {b['tables']:>4} {b['gap']:>5.2f} "
                   f"{sp.get('triggerExecution', 0) / 1000:>5.2f} {b['seconds']:>5.2f} {b['cpu']:>5.2f} {b['jobs']:>4} "
                   f"{b['py4j']:>5} {b['py4j_s']:>6.2f} {b['classes']:>5} {b['janino']:>4} {b['jit_ms']:>5}  {ph}")
+    print("  start: " + ", ".join(f"{k} {v:.2f}" for k, v in totals.get("start", {}).items()))
+    first = batches[:3]
+    print(f"  first {len(first)} batches: CPU {sum(b['cpu'] for b in first):.1f} s, ours "
+          f"{sum(b['seconds'] for b in first):.1f} s, Spark's triggers "
+          f"{sum(b['spark'].get('triggerExecution', 0) / 1000 for b in first):.1f} s; the query's start "
+          f"(batch 0's gap) {batches[0]['gap'] if batches else 0:.1f} s")
     steady = batches[skip:] or batches
     n = len(steady)
 
@@ -324,10 +343,11 @@ def main() -> None:
     ap.add_argument("--batches", action="store_true", help="print every batch")
     ap.add_argument("--profile", type=int, default=0, help="py4j calls by JVM method and by caller, after batch N")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting K=V (as `changefeed run --conf`)")
+    ap.add_argument("--warm-up", action="store_true", help="the consumer's warm-up (spark/warmup.py) first")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}", flush=True)
     batches, totals = run(args.chunk, args.count, args.transactions, args.profile,
-                            dict(c.split("=", 1) for c in args.conf))
+                            dict(c.split("=", 1) for c in args.conf), args.warm_up)
     report(batches, totals, args.skip, args.batches)
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
 

@@ -15,6 +15,7 @@ median lag within 1.5x of the local lake's).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from contextlib import nullcontext
@@ -35,9 +36,11 @@ def percentile(values: list[float], p: int) -> float:
     return v[min(len(v) - 1, max(0, (len(v) * p + 99) // 100 - 1))]
 
 
-def run(transactions: int, rate: int, s3: bool = False) -> list[tuple[str, dict[str, float]]]:
+def run(transactions: int, rate: int, s3: bool = False,
+        warm: bool = True) -> list[tuple[str, dict[str, float]]]:
     """(lake, figures) of one run on a local lake and, with `s3`, of the same run on an S3 lake (S3Proxy on this
-    machine, started here) right after it, by the same session."""
+    machine, started here) right after it, by the same session. `warm`: the warm-up `changefeed run` does first
+    (spark/warmup.py), its seconds printed."""
     from changefeed.job import RunOptions
     from changefeed.job import run as run_job
     from changefeed.spark import spark_session
@@ -47,6 +50,11 @@ def run(transactions: int, rate: int, s3: bool = False) -> list[tuple[str, dict[
             (s3_lake(Path(tmp) / "s3") if s3 else nullcontext()) as store:
         spark = spark_session("local[2]", "changefeed-bench-freshness", conf=store.conf() if store else None)
         try:
+            if warm:
+                from changefeed.spark.warmup import warm_up
+
+                wu = warm_up(spark, Path(tmp) / "spark")
+                print(f"warm-up: {wu.seconds:.1f} s, {wu.batches} micro-batches", flush=True)
             lakes = [("local", None)] + ([("S3", store.url("fresh"))] if store is not None else [])
             for name, lake in lakes:
                 rep = run_job(spark, RunOptions(work=Path(tmp) / f"w-{name}", transactions=transactions, rate=rate,
@@ -90,8 +98,10 @@ def main() -> None:
     ap.add_argument("--transactions", type=int, default=6000)
     ap.add_argument("--rate", type=int, default=250)
     ap.add_argument("--s3", action="store_true", help="the same run on an S3 lake (S3Proxy) after the local one")
+    ap.add_argument("--no-warm-up", action="store_true", help="no warm-up first (as `changefeed run --no-warm-up`)")
     args = ap.parse_args()
-    print_table(args.transactions, args.rate, run(args.transactions, args.rate, args.s3))
+    print(f"uptime: {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    print_table(args.transactions, args.rate, run(args.transactions, args.rate, args.s3, not args.no_warm_up))
 
 
 if __name__ == "__main__":

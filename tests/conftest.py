@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -10,6 +11,10 @@ from changefeed.config import build_config
 from changefeed.eventline import EventReader
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# no warm-up before a stream (spark/warmup.py) in the commands the tests start: each would pay tens of seconds on
+# two cores; the tests that check the warm-up ask for it (--warm-up). Subprocesses inherit it.
+os.environ.setdefault("CHANGEFEED_WARM_UP", "0")
 
 
 def load_events(path: Path) -> list:

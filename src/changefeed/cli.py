@@ -203,6 +203,7 @@ def consume(
     metrics_port: opt.MetricsPort = None,
     metrics_host: opt.MetricsHost = "127.0.0.1",
     health_timeout: opt.HealthTimeout = 600.0,
+    warm_up: opt.WarmUp = None,
     conf: opt.SparkConf = None,
     debug: opt.Debug = False,
 ) -> None:
@@ -213,7 +214,7 @@ def consume(
 
         names = ("scd", "trigger", "max_records_per_trigger", "on_ddl_error", "table_features", "changelog",
                  "changelog_retention", "watermarks", "vacuum_retention", "checkpoint", "connect_timeout",
-                 "wait_for_topic", "metrics_port", "metrics_host", "health_timeout")
+                 "wait_for_topic", "metrics_port", "metrics_host", "health_timeout", "warm_up")
         if changelog_retention is not None:
             changelog_retention = hours(changelog_retention, "--changelog-retention")  # type: ignore[assignment]
         given = locals()
@@ -463,6 +464,7 @@ def run(
     metrics_port: opt.MetricsPort = None,
     metrics_host: opt.MetricsHost = "127.0.0.1",
     health_timeout: opt.HealthTimeout = 600.0,
+    warm_up: opt.WarmUp = None,
     debug: opt.Debug = False,
 ) -> None:
     """The main job: source -> encoder -> transport -> Spark -> Delta tables -> verify, with a closing report.
@@ -474,11 +476,11 @@ def run(
         from .running import run_main_job
 
         names = ("scd", "max_records_per_trigger", "table_features", "vacuum_retention", "metrics_port",
-                 "metrics_host", "health_timeout")
+                 "metrics_host", "health_timeout", "warm_up")
         given = locals()
         got = with_toml({n: given[n] for n in names}, command_line_source(ctx), config)  # [consumer] keys it has
-        scd, max_records_per_trigger, table_features, vacuum_retention, metrics_port, metrics_host, health_timeout = (
-            got[n] for n in names)
+        scd, max_records_per_trigger, table_features, vacuum_retention, metrics_port, metrics_host, health_timeout, \
+            warm_up = (got[n] for n in names)
         opts_, sink_uri = opt.run_codec_options(protocol, option, sink_uri)
         from .spark.apply.names import lake_settings
 
@@ -490,7 +492,7 @@ def run(
                         catalog=cat, database_prefix=prefix, table_format=fmt)
         if not run_main_job(ro, lake=lake, work=work, fresh=fresh, master=master, conf=conf, config=config,
                             debug=debug, metrics_port=metrics_port, metrics_host=metrics_host,
-                            health_timeout=health_timeout):
+                            health_timeout=health_timeout, warm_up=warm_up):
             raise typer.Exit(1)
 
 

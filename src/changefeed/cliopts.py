@@ -60,6 +60,10 @@ ChangelogRetention = Annotated[str | None, typer.Option(
 ConsumeConfig = Annotated[Path | None, typer.Option(
     "--config", help="changefeed TOML (TiCDC's keys; its \\[consumer] table: these options, e.g. "
                      "vacuum-retention = 168)")]
+WarmUp = Annotated[bool | None, typer.Option(
+    "--warm-up/--no-warm-up", help="run a synthetic stream into a scratch lake before the stream, so Spark's first "
+    "micro-batches are not its slowest (default: with a processing-time trigger; CHANGEFEED_WARM_UP=0 turns the "
+    "default off)")]
 Watermarks = Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
 

@@ -79,6 +79,7 @@ KEYS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
     "metrics-port": ("metrics_port", _int(0)),
     "metrics-host": ("metrics_host", _str),
     "health-timeout": ("health_timeout", _number),
+    "warm-up": ("warm_up", _bool),
 }
 
 

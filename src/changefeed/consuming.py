@@ -29,7 +29,7 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
                       changelog: str, changelog_retention: float | None, watermarks: bool | None,
                       vacuum_retention: float | None, checkpoint: str | None, connect_timeout: float,
                       wait_for_topic: bool, metrics_port: int | None, metrics_host: str,
-                      health_timeout: float) -> None:
+                      health_timeout: float, warm_up: bool | None = None) -> None:
     """Apply the stream at `source` to `lake` until it is drained (available-now) or stopped by a signal."""
     from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
     from .spark.source import parse_source
@@ -43,11 +43,17 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
     if checkpoint:
         open_checkpoint(checkpoint)
     settings = reachable(source, config, connect_timeout, wait_for_topic, opts)  # before Spark starts
+    from .spark.warmup import announce_and_warm, jvm_launched, should_warm_up
+
+    launched = jvm_launched()
+    spark_dir = spark_folder(lake)
     with jvm_ignores_sigterm():
-        spark = command_spark(master, spark_folder(lake), debug, conf, config)
+        spark = command_spark(master, spark_dir, debug, conf, config)
     check_store(spark, lake, timeout=connect_timeout)  # a wrong endpoint or bad credentials: one line naming the store
     if checkpoint:
         check_store(spark, checkpoint, "--checkpoint", connect_timeout)
+    if should_warm_up(warm_up, launched, live=trigger.startswith("processing-time")):
+        announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False))
     stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
     metrics, server = serve_metrics_for(spark, lake, metrics_port, metrics_host, health_timeout)
     totals = ConsumeTotals()  # the clock starts once Spark is up

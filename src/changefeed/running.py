@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def run_main_job(ro: RunOptions, *, lake: str | None, work: Path, fresh: bool, master: str | None,
                  conf: list[str] | None, config: Path | None, debug: bool, metrics_port: int | None,
-                 metrics_host: str, health_timeout: float) -> bool:
+                 metrics_host: str, health_timeout: float, warm_up: bool | None = None) -> bool:
     """Source -> encoder -> transport -> Spark -> Delta -> verify, with bars and the report; True when it verified.
     Nothing is removed from a folder but what an earlier run made there."""
     from .job import run as run_job
@@ -30,8 +30,14 @@ def run_main_job(ro: RunOptions, *, lake: str | None, work: Path, fresh: bool, m
     folder = open_folder(work, "--work")  # one line, and nothing removed, if it holds the user's files
     if fresh:
         folder.clear("--work")  # only what an earlier run made there
+    from .spark.warmup import announce_and_warm, jvm_launched, should_warm_up
+
+    launched = jvm_launched()
+    spark_dir = folder.claim("spark")
     with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
-        spark = command_spark(master, folder.claim("spark"), debug, conf, config)
+        spark = command_spark(master, spark_dir, debug, conf, config)
+    if should_warm_up(warm_up, launched, live=True):  # run's trigger is processing-time: a live stream
+        announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False))
     stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
     metrics, server = serve_metrics_for(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
     try:

@@ -83,6 +83,13 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
     args = list(runtime.getInputArguments())
     assert {"-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30",
             "-XX:SoftRefLRUPolicyMSPerMB=100"} <= set(args), args
+    from changefeed.spark.classcache import archive
+
+    built = archive()  # the class-data archive, when the set-up built it for this JDK and these jars: mapped
+    assert (built is None) == (not any(a.startswith("-XX:SharedArchiveFile=") for a in args)), (built, args)
+    if built is not None:
+        assert f"-XX:SharedArchiveFile={built}" in args
+        assert "sharing" in jvm.java.lang.System.getProperty("java.vm.info")
     assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "1min"
     env = dict(e.split("=", 1) for e in Path(f"/proc/{runtime.getPid()}/environ").read_text().split("\0") if "=" in e)
     assert all(env.get(k) == v for k, v in SMALL_MACHINE_ENV.items()), {k: env.get(k) for k in SMALL_MACHINE_ENV}

@@ -76,6 +76,20 @@ SMALL_MACHINE = {
 SMALL_MACHINE_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
+def small_machine() -> dict[str, str]:
+    """The small-machine defaults, with the class-data archive of spark/classcache.py in the JVM's options when the
+    set-up built one for this JVM and these jars (a launch then maps its classes instead of loading them)."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
+        return dict(SMALL_MACHINE)  # no JVM to launch
+    from .classcache import java_options
+
+    cds = java_options()
+    java = SMALL_MACHINE["spark.driver.extraJavaOptions"]
+    return {**SMALL_MACHINE, "spark.driver.extraJavaOptions": f"{java} {cds}" if cds else java}
+
+
 def connector_jars(folder: Path = JARS) -> list[Path]:
     """The cached connector jars; an error that says how to fetch them when they are missing."""
     if not (folder / ".complete").exists():
@@ -120,7 +134,7 @@ def spark_session(master: str | None = None, app_name: str = "changefeed",
     if master or not submitted:  # under spark-submit, its --master stands unless one is given here
         chosen = chosen or "local[2]"
         builder = builder.master(chosen)
-    settings = resolve(SMALL_MACHINE, user, defaults, master=chosen, submitted=submitted,
+    settings = resolve(small_machine(), user, defaults, master=chosen, submitted=submitted,
                        jars=[str(j) for j in connector_jars()], extra=niofs_conf())
     for k, v in settings.items():
         builder = builder.config(k, v)
