@@ -62,8 +62,8 @@ ConsumeConfig = Annotated[Path | None, typer.Option(
                      "vacuum-retention = 168)")]
 WarmUp = Annotated[bool | None, typer.Option(
     "--warm-up/--no-warm-up", help="run a synthetic stream into a scratch lake before the stream, so Spark's first "
-    "micro-batches are not its slowest (default: with a processing-time trigger; CHANGEFEED_WARM_UP=0 turns the "
-    "default off)")]
+    "micro-batches are not its slowest (default: on a live stream, i.e. consume's processing-time trigger or run's "
+    "--rate; CHANGEFEED_WARM_UP=0 turns the default off)")]
 Watermarks = Annotated[bool | None, typer.Option("--watermarks/--no-watermarks",
                                                     help="apply at watermarks (default: when the protocol has them)")]
 
