@@ -52,10 +52,12 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
     check_store(spark, lake, timeout=connect_timeout)  # a wrong endpoint or bad credentials: one line naming the store
     if checkpoint:
         check_store(spark, checkpoint, "--checkpoint", connect_timeout)
-    if should_warm_up(warm_up, launched, live=trigger.startswith("processing-time")):
-        announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False))
     stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
+    # the metrics and a stop served from here on, the warm-up included: a supervisor's probe or SIGTERM then
+    # finds the service it started, not a process that ignores it for the warm-up's seconds
     metrics, server = serve_metrics_for(spark, lake, metrics_port, metrics_host, health_timeout)
+    if should_warm_up(warm_up, launched, live=trigger.startswith("processing-time")):
+        announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False), stop.requested.is_set)
     totals = ConsumeTotals()  # the clock starts once Spark is up
     src = parse_source(base, settings)
 

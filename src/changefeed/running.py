@@ -36,13 +36,14 @@ def run_main_job(ro: RunOptions, *, lake: str | None, work: Path, fresh: bool, m
     spark_dir = folder.claim("spark")
     with jvm_ignores_sigterm():  # before the bars: the JVM's output goes to the work folder
         spark = command_spark(master, spark_dir, debug, conf, config)
-    # a paced source (--rate) is a live stream whose lag is the point; without one the workload is sent at once and
-    # drained as a backlog, which a warm-up would only lengthen by its own seconds (the README's first command)
-    if should_warm_up(warm_up, launched, live=ro.rate is not None):
-        announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False))
     stop = GracefulStop().install()  # the source stops; the consumer applies what it sent
     metrics, server = serve_metrics_for(spark, str(ro.lake), metrics_port, metrics_host, health_timeout)
     try:
+        # a paced source (--rate) is a live stream whose lag is the point; without one the workload is sent at once
+        # and drained as a backlog, which a warm-up would only lengthen (the README's first command). A stop during
+        # the warm-up ends it; the run then stops as it would.
+        if should_warm_up(warm_up, launched, live=ro.rate is not None):
+            announce_and_warm(spark, spark_dir, lambda line: err.print(line, highlight=False), stop.requested.is_set)
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       console=err, transient=False) as bar:
             rep = run_job(spark, ro, RunBars(bar), stop=stop.requested,

@@ -61,6 +61,10 @@ def test_a_warm_up_applies_its_stream_in_a_scratch_lake_it_removes(spark, tmp_pa
     assert mine.read_text() == "the user's"
     assert [p.name for p in (tmp_path / "spark").iterdir()] == ["keep.txt"]
     assert not any(p.name.startswith(PREFIX) for p in tmp_path.rglob("*"))
+    # a stop asked for during the warm-up (SIGTERM): it ends without waiting for its stream, and leaves nothing
+    cut = warm_up(spark, tmp_path / "spark", batches=4, events=events, cancelled=lambda: True)
+    assert cut.batches < 4, cut
+    assert [p.name for p in (tmp_path / "spark").iterdir()] == ["keep.txt"]
 
 
 def test_a_warm_up_that_fails_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,12 +68,14 @@ def jvm_launched() -> bool:
     return SparkContext._active_spark_context is None  # type: ignore[attr-defined]
 
 
-def announce_and_warm(spark: SparkSession, under: Path, say: Any) -> WarmUp | None:
+def announce_and_warm(spark: SparkSession, under: Path, say: Any,
+                      cancelled: Callable[[], bool] = lambda: False) -> WarmUp | None:
     """`warm_up` with a line before and after it on the command's output (`say`: print a line). A warm-up that fails
-    is said in one line and the stream starts without it: it only ever saves time."""
+    is said in one line and the stream starts without it: it only ever saves time. `cancelled`: a stop was asked
+    for (SIGTERM during the warm-up): it ends at once, and the stream then stops as it would."""
     say("warming up Spark before the stream: a synthetic stream into a scratch lake (--no-warm-up: not)")
     try:
-        done = warm_up(spark, under)
+        done = warm_up(spark, under, cancelled=cancelled)
     except Exception as e:  # noqa: BLE001 - the stream itself does not depend on it
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         say(f"the warm-up failed ({first[:200]}): the stream starts without it")
@@ -81,7 +84,8 @@ def announce_and_warm(spark: SparkSession, under: Path, say: Any) -> WarmUp | No
     return done
 
 
-def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: list[Event] | None = None) -> WarmUp:
+def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: list[Event] | None = None,
+            cancelled: Callable[[], bool] = lambda: False) -> WarmUp:
     """Run the synthetic stream (`events`: the workload's first TRANSACTIONS by default) through `read_changes` +
     `apply_changes` in `batches` micro-batches, in a folder made under `under` (created if missing) and removed at
     the end, whatever happens: nothing else is touched."""
@@ -132,9 +136,10 @@ def warm_up(spark: SparkSession, under: Path, batches: int = BATCHES, events: li
                               trigger="processing-time=0 seconds", on_batch=on_batch, app_id="changefeed-warm-up")
         try:
             deadline = time.monotonic() + 600
-            while sent[0] < len(chunks) and query.exception() is None and time.monotonic() < deadline:
+            while sent[0] < len(chunks) and query.exception() is None and time.monotonic() < deadline \
+                    and not cancelled():
                 time.sleep(0.1)
-            if query.exception() is None:
+            if query.exception() is None and not cancelled():
                 query.processAllAvailable()
         finally:
             query.stop()
