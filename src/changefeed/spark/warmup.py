@@ -80,7 +80,10 @@ def announce_and_warm(spark: SparkSession, under: Path, say: Any,
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         say(f"the warm-up failed ({first[:200]}): the stream starts without it")
         return None
-    say(f"warmed up in {done.seconds:.0f} s ({done.batches} micro-batches, {done.changes} changes)")
+    if cancelled():
+        say(f"the warm-up ended after {done.seconds:.0f} s: a stop was asked for")
+    else:
+        say(f"warmed up in {done.seconds:.0f} s ({done.batches} micro-batches, {done.changes} changes)")
     return done
 
 
