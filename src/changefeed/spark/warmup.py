@@ -187,6 +187,7 @@ def write_class_archive(folder: Path | None = None) -> Path | None:
     t0 = time.monotonic()
     opts = f"{SMALL_MACHINE['spark.driver.extraJavaOptions']} -XX:ArchiveClassesAtExit={partial} {QUIET}"
     spark = spark_session("local[2]", "changefeed-classcache", conf={"spark.driver.extraJavaOptions": opts})
+    spark.sparkContext.setLogLevel("ERROR")  # the set-up's output: its stopped query's job-group warnings are noise
     try:
         warm_up(spark, folder / "work")
     finally:
