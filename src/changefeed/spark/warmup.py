@@ -165,9 +165,12 @@ def _forget_tables(spark: SparkSession) -> None:
         pass
 
 
+KEEP_ARCHIVES = 2  # older archives kept beside the newest
+
+
 def write_class_archive(folder: Path | None = None) -> Path | None:
     """Write the archive of the current key (none when it is there or there is no java): a JVM launched with
-    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Older archives go."""
+    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Archives older than the newest few go."""
     from .classcache import FOLDER, QUIET, key
 
     folder = folder or FOLDER
@@ -204,9 +207,11 @@ def write_class_archive(folder: Path | None = None) -> Path | None:
         print(f"classcache: the JVM wrote no archive at {partial}", file=sys.stderr)
         return None
     partial.rename(target)
-    for old in folder.glob("classes-*.jsa"):
-        if old != target:
-            old.unlink()
+    # older archives (another JDK or set of jars) go, but the newest few stay: checkouts sharing one .cache each
+    # keep theirs rather than deleting each other's
+    older = sorted((p for p in folder.glob("classes-*.jsa") if p != target), key=lambda p: p.stat().st_mtime)
+    for old in older[:-KEEP_ARCHIVES]:
+        old.unlink()
     print(f"classcache: {target} ({target.stat().st_size >> 20} MB, {time.monotonic() - t0:.0f} s)", file=sys.stderr)
     return target
 
