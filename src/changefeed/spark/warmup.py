@@ -170,7 +170,8 @@ KEEP_ARCHIVES = 2  # older archives kept beside the newest
 
 def write_class_archive(folder: Path | None = None) -> Path | None:
     """Write the archive of the current key (none when it is there or there is no java): a JVM launched with
-    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Archives older than the newest few go."""
+    `-XX:ArchiveClassesAtExit` runs the warm-up's stream, then exits, which writes it. Archives older than the
+    newest few go."""
     from .classcache import FOLDER, QUIET, key
 
     folder = folder or FOLDER
