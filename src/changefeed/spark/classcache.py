@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-# the connector jars and niofs' jar, where session.py takes them from (not imported: session.py imports this module)
+# the connector jars and niofs' jar: session.py takes them from here
 JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jars"))
 NIOFS = ROOT / ".cache" / "niofs"
 FOLDER = Path(os.environ.get("CHANGEFEED_CDS_DIR", ROOT / ".cache" / "cds"))

@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SparkSetupError
+from .classcache import JARS, NIOFS  # the jars, named once where the class-data archive keys on them
 from .cluster import preflight
 from .settings import DELTA_REQUIRED, defaults_file, is_local, read_defaults, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-ROOT = Path(__file__).resolve().parents[3]
-JARS = Path(os.environ.get("CHANGEFEED_SPARK_JARS", ROOT / ".cache" / "spark-jars"))
-NIOFS = ROOT / ".cache" / "niofs"  # scripts/niofs/build puts its jar here
 
 SMALL_MACHINE = {
     **DELTA_REQUIRED,
