@@ -81,3 +81,18 @@ def test_a_kept_slice_holds_only_its_own_rows() -> None:
     assert got is not None and got.equals(parts[7])
     # what it holds is about what it counts, not the whole result's buffers
     assert got.get_total_buffer_size() < 4 * parts[7].nbytes + 4096 < result.get_total_buffer_size() // 50
+
+
+def test_a_files_stats_from_the_footer_written_are_those_read_back_from_it(tmp_path: Path) -> None:
+    from changefeed.spark.apply.filestats import of_file
+
+    schema = ('{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},'
+              '{"name":"name","type":"string","nullable":true,"metadata":{}},'
+              '{"name":"amount","type":"decimal(12,2)","nullable":true,"metadata":{}}]}')
+    rows = pa.table({"id": pa.array([3, 1, 2], pa.int64()), "name": ["b", None, "a"],
+                     "amount": pa.array([Decimal("1.25"), None, Decimal("-7.50")], pa.decimal128(12, 2))})
+    (name, size, _), = (written := driverfiles.write_with_stats(rows, str(tmp_path), lambda: "f.parquet", schema,
+                                                                 {}))[0]
+    assert written[1] == {name: of_file(str(tmp_path / name), schema, {})} and size == (tmp_path / name).stat().st_size
+    assert '"minValues":{"id":1,"name":"a","amount":-7.50}' in written[1][name]
+    assert driverfiles.write_with_stats(rows.slice(0, 0), str(tmp_path), lambda: "g.parquet", schema, {}) == ([], {})

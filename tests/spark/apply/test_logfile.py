@@ -221,3 +221,27 @@ def test_many_tables_created_at_once_read_back_and_one_already_there_is_left(tmp
         assert dt.version() == 0 and [f.name for f in dt.schema().fields] == ["id", "name"]
         assert dt.metadata().configuration == ({"mine": "no"} if i == 2 else {"changefeed.app.ddlVersion": str(i)})
         assert not [n for n in os.listdir(Path(p) / "_delta_log") if n.endswith(".tmp")]
+
+
+def test_many_tables_rewritten_at_once_read_back_and_a_version_another_writer_took_is_left(tmp_path: Path) -> None:
+    log = RustLog()
+    paths = [str(tmp_path / f"t{i}") for i in range(4)]
+    log.create_many([(p, SCHEMA, {"delta.checkpointInterval": "1"} if i == 3 else {}) for i, p in enumerate(paths)])
+    befores = [log.read(p, None) for p in paths]
+    write_deltalake(paths[1], pa.table({"id": [9], "name": ["theirs"]}, schema=ROWS), mode="append")  # version 1
+    added = [[_file(Path(p), f"part-00000-{i}-c000.snappy.parquet", [(i, f"n{i}")])] for i, p in enumerate(paths)]
+    got = log.commit_all([(p, b, a, 10 + i, "app", None) for i, (p, b, a) in enumerate(zip(paths, befores, added,
+                                                                                            strict=True))])
+    assert got == [1, None, 1, 1]  # t1's version 1 is the other writer's: left to its own commit
+    for i in (0, 2, 3):
+        dt = DeltaTable(paths[i])
+        assert dt.version() == 1 and dt.transaction_version("app") == 10 + i and _rows(Path(paths[i])) == [(i, f"n{i}")]
+        assert dt.history()[0]["operationParameters"]["mode"] == "Overwrite"
+        assert not [n for n in os.listdir(Path(paths[i]) / "_delta_log") if n.endswith(".tmp")]
+    assert f"{1:020d}.checkpoint.parquet" in os.listdir(Path(paths[3]) / "_delta_log")  # at its interval
+    assert _rows(Path(paths[1])) == [(9, "theirs")] and DeltaTable(paths[1]).transaction_version("app") is None
+    # a later commit of a table committed at once notices when its file was replaced (it is noted as ours)
+    (Path(paths[0]) / "_delta_log" / f"{1:020d}.json").unlink()
+    (Path(paths[0]) / "_delta_log" / f"{1:020d}.json").write_bytes(b'{"commitInfo":{}}\n')
+    with pytest.raises(ApplyError, match="was replaced"):
+        log.read(paths[0], None)

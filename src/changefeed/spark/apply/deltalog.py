@@ -222,6 +222,38 @@ class DeltaLogs:
                                             before.configuration)
         return tf
 
+    def commit_all(self, items: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str,
+                                           dict[str, str] | None]]) -> list[TableFiles]:
+        """`commit` of many tables (path, before, added, version, app id, stats): those delta-rs commits in a local
+        folder with their log files made durable together (`RustLog.commit_all`: a database's first micro-batch
+        commits each of its tables), the rest one by one."""
+        items = list(items)
+        out: list[TableFiles | None] = [None] * len(items)
+        rs: list[int] = []
+        wheres: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str, dict[str, str] | None]] = []
+        for i, (path, before, added, version, app_id, stats) in enumerate(items):
+            w, where = self._writer(path)
+            if self._rs is not None and w is self._rs and self.local(path) is not None:
+                rs.append(i)
+                wheres.append((where, before, added, version, app_id,
+                               stats if stats is not None else self.stats(path, before, added)))
+        if self._rs is not None and rs:
+            try:
+                done = self._rs.commit_all(wheres)
+            except Exception:
+                for i in rs:
+                    self.forget(items[i][0])
+                raise
+            for i, w, committed in zip(rs, wheres, done, strict=True):
+                if committed is not None:
+                    path, before, added = items[i][0], items[i][1], items[i][2]
+                    out[i] = self._files[path] = TableFiles(committed, before.schema_json,
+                                                            {quote(n): s for n, s, _ in added}, None,
+                                                            before.configuration)
+                    continue
+                items[i] = (*items[i][:5], w[5])  # (its stats, read once)
+        return [tf if tf is not None else self.commit(*items[i]) for i, tf in enumerate(out)]
+
     def put_file(self, path: str, name: str, data: bytes) -> None:
         """A data file of the table at an s3a:// `path` (where `on_store`), written whole by one PUT."""
         store = self._store(path)

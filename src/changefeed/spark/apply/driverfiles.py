@@ -78,6 +78,24 @@ def write(rows: pa.Table, folder: str, name: Callable[[], str]) -> list[tuple[st
     return [(file, st.st_size, int(st.st_mtime * 1000))]
 
 
+def write_with_stats(rows: pa.Table, folder: str, name: Callable[[], str], schema_json: str,
+                     configuration: dict[str, str]) -> tuple[list[tuple[str, int, int]], dict[str, str]]:
+    """`write`, and the file's `stats` from the footer the writer made (`filestats.of_metadata`): not read back from
+    the file (a database's first micro-batch writes a file for each of its tables)."""
+    import pyarrow.parquet as pq
+
+    from .filestats import of_metadata
+
+    if rows.num_rows == 0:
+        return [], {}
+    file = name()
+    target = os.path.join(folder, file)
+    footers: list[pq.FileMetaData] = []
+    pq.write_table(rows, target, compression="snappy", metadata_collector=footers)
+    st = os.stat(target)
+    return [(file, st.st_size, int(st.st_mtime * 1000))], {file: of_metadata(footers[0], schema_json, configuration)}
+
+
 def put(rows: pa.Table, name: Callable[[], str], put_file: Callable[[str, bytes], None], schema_json: str,
         configuration: dict[str, str]) -> tuple[list[tuple[str, int, int]], dict[str, str]]:
     """A table's rows as one Parquet file on an object store (`put_file(name, bytes)`: one PUT, straight into the

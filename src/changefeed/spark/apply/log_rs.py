@@ -320,6 +320,41 @@ class RustLog:
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
+        self._linked(path, committed, files)
+        return committed
+
+    def commit_all(self, items: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str,
+                                           dict[str, str] | None]]) -> list[int | None]:
+        """`commit` of many tables' rewrites (path, before, added, version, app id, stats) in a local folder, their
+        log files made durable together (`logfile.put_all_if_absent`: one wait for the disk instead of one per
+        table, no thread per commit): the version each committed, None for one not made so (not a plain table,
+        or another writer's commit of that version came first): its own `commit` then makes it."""
+        out: list[int | None] = [None] * len(items)
+        todo: list[int] = []
+        put: list[tuple[str, bytes]] = []
+        now = int(time.time() * 1000)
+        for i, (path, before, added, version, app_id, stats) in enumerate(items):
+            if self._direct(before, added) and self.files(path).local:
+                todo.append(i)
+                put.append((_log_file(path, before.version + 1),
+                            logfile.write(before.files, added, app_id, version, now, "Overwrite", stats)))
+        if not todo:
+            return out
+        try:
+            made = LOCAL.put_all_if_absent(put)
+        except logfile.NoLinks:
+            self.direct = False  # delta-rs commits from now on
+            return out
+        for i, ok in zip(todo, made, strict=True):
+            if ok:
+                path, before = items[i][0], items[i][1]
+                self._linked(path, before.version + 1, LOCAL)
+                out[i] = before.version + 1
+        return out
+
+    def _linked(self, path: str, committed: int, files: LogFiles) -> None:
+        """After this consumer's commit file `committed` is linked: it is noted as ours, and a checkpoint follows
+        at the table's interval."""
         if files.local:
             st = os.stat(_log_file(path, committed))
             self._own[path] = (committed, st.st_ino, st.st_size)
@@ -331,7 +366,6 @@ class RustLog:
             self._checkpoint[path] = committed
             if self._cleanup.get(path, True):
                 dt.cleanup_metadata()
-        return committed
 
 
 def _read_last_checkpoint(data: bytes | None) -> int:
