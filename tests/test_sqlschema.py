@@ -928,3 +928,32 @@ def test_clustered_and_nonclustered_keywords():
     _, t = tr.apply("ALTER TABLE t ADD COLUMN c int, ADD INDEX idx_c (c), ADD PRIMARY KEY (a) NONCLUSTERED", "d")
     assert idxs(t) == [("PRIMARY", ["a"], True, True), ("idx_c", ["c"], False, False)]
     assert t.by_name["a"].nullable is False  # a primary key column becomes NOT NULL
+
+
+def test_a_create_table_applied_again_in_another_tracker_is_not_parsed_again(monkeypatch):
+    import changefeed.sqlschema.tracker as tracker_mod
+
+    parsed = []
+    real = tracker_mod._create_table
+    monkeypatch.setattr(tracker_mod, "_create_table", lambda *a: parsed.append(1) or real(*a))
+    monkeypatch.setattr(tracker_mod, "_CREATED", {})
+    sql = "CREATE TABLE cache_t (id bigint PRIMARY KEY, name varchar(8))"
+    a, b = SchemaTracker(), SchemaTracker()  # a partition's decoder each: a DDL arrives on every partition
+    before, t = a.apply(sql, "db")
+    assert before is None and cols(t) == [("id", "bigint", False, None, True, False),
+                                          ("name", "varchar(8)", True, None, False, False)]
+    assert b.apply(sql, "db") == (None, t) and b.get("db", "cache_t") is t and len(parsed) == 1
+    assert b.apply(sql, "db") == (t, t)  # created again over itself, as before
+    assert b.apply(sql.replace("TABLE", "TABLE IF NOT EXISTS"), "db")[0] is t
+    # what a definition depends on is in the key: the default schema, the databases' default charsets
+    other = b.apply(sql, "db2")[1]
+    assert other is not t and other.schema == "db2"
+    c = SchemaTracker()
+    c.apply("CREATE DATABASE db CHARACTER SET latin1", "")
+    latin = c.apply(sql, "db")[1]
+    assert latin is not t and latin.by_name["name"].charset == "latin1" and t.by_name["name"].charset != "latin1"
+    # LIKE depends on the tracker's own tables: parsed each time
+    n = len(parsed)
+    a.apply("CREATE TABLE cache_u LIKE cache_t", "db")
+    b.apply("CREATE TABLE cache_u LIKE cache_t", "db")
+    assert len(parsed) == n + 2

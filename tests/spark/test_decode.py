@@ -69,6 +69,32 @@ def test_a_replay_after_a_restart_decodes_as_the_first_time(tmp_path: Path, prot
                                   if g != w), "lengths differ")
 
 
+def test_a_ddl_on_every_partition_is_parsed_once_per_process_and_decodes_alike(tmp_path: Path, monkeypatch) -> None:
+    """A DDL arrives once per partition (TiCDC broadcasts it): the partitions' decoders in one worker process share
+    its parse and its definition's text (a database's first micro-batch holds a CREATE TABLE per table), and each
+    partition's rows are what a process decoding it alone gives."""
+    import changefeed.spark.decode as decode_mod
+    import changefeed.sqlschema.tracker as tracker_mod
+
+    msgs = messages("canal-json", {"enable-tidb-extension": "true"})
+    alone = run("canal-json", {"enable-tidb-extension": "true"}, tmp_path / "a", msgs)
+    monkeypatch.setattr(tracker_mod, "_CREATED", {})
+    monkeypatch.setattr(decode_mod, "_DEF_JSON", {})
+    checked = []
+    real = decode_mod.table_from_json
+    monkeypatch.setattr(decode_mod, "table_from_json", lambda obj: checked.append(1) or real(obj))
+    per_partition, checks = [], []
+    for i in range(3):
+        per_partition.append(run("canal-json", {"enable-tidb-extension": "true"}, tmp_path / f"p{i}", msgs))
+        checks.append(len(checked) - sum(checks))
+    creates = [r for r in alone if r["kind"] == "ddl" and r["table_def"] and r["ddl"].startswith("CREATE TABLE")]
+    assert creates
+    for rows in per_partition:
+        assert [comparable(r) for r in rows] == [comparable(r) for r in alone]
+    # the 2nd and 3rd partitions' CREATE TABLE definitions were neither parsed nor read back again
+    assert checks[1] == checks[2] == checks[0] - len(creates)
+
+
 @pytest.mark.parametrize("reader", ["jvm", "raw"])
 def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_path: Path, reader: str) -> None:
     """The fast canal-json readers (from_json on the JVM; the raw JSON in mapInArrow, read_changes' default)

@@ -126,12 +126,24 @@ class _Converters:
             raise
 
 
+_DEF_JSON: dict[int, tuple[TableInfo, str]] = {}  # by identity: the text of definitions this process wrote
+
+
 def def_json(t: TableInfo) -> str:
     """A table definition as a change row carries it, read back once here: a definition the lake could not
-    take (a column named by a list ...) is the message's dead letter, not a failed micro-batch."""
+    take (a column named by a list ...) is the message's dead letter, not a failed micro-batch. Once per
+    definition object in this process: a DDL's copies on other partitions share its definition (the schema
+    tracker parses a CREATE TABLE once per process)."""
+    got = _DEF_JSON.get(id(t))
+    if got is not None and got[0] is t:
+        return got[1]
     obj = table_to_json(t)
     table_from_json(obj)
-    return orjson.dumps(obj).decode()
+    text = orjson.dumps(obj).decode()
+    if len(_DEF_JSON) >= 4096:
+        _DEF_JSON.clear()
+    _DEF_JSON[id(t)] = (t, text)
+    return text
 
 
 class PartitionDecoder:

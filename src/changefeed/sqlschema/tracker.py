@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import SchemaError, UnsupportedSyntax
 from ..model import TableInfo
 from .alter import _alter_spec
-from .create import Key, _copy, _create_table, _key
+from .create import Key, _copy, _create_table, _Created, _key
 from .definitions import _charset_of_collation, _IdxSpec, _key_parts, _table_options
 from .tokens import _P, _render, _short, _split, _statements
 from .work import _Work
@@ -32,6 +32,11 @@ def _definition(t: TableInfo) -> tuple:
 
 Result = tuple[TableInfo | None, TableInfo | None]
 _NONE: Result = (None, None)
+# plain CREATE TABLE statements (one statement, no LIKE) parsed in this process, by their text, default schema and
+# the databases' default charsets (all a definition depends on): a DDL arrives once per partition, and a database's
+# first micro-batch decodes a CREATE TABLE per table in each (bench/RESULTS.md, issue 38 item 4)
+_CREATED: dict[tuple[str, str, tuple[tuple[str, tuple[str | None, str | None]], ...]], _Created] = {}
+CREATED_KEPT = 4096
 
 
 class SchemaTracker:
@@ -45,6 +50,7 @@ class SchemaTracker:
     def __init__(self) -> None:
         self._tables: dict[Key, _Entry] = {}
         self._dbs: dict[str, tuple[str | None, str | None]] = {}
+        self._plain_create: _Created | None = None  # the statement being applied, a plain CREATE TABLE parsed
 
     # --- state ----------------------------------------------------------------------------------
     def get(self, schema: str, table: str) -> TableInfo | None:
@@ -77,9 +83,15 @@ class SchemaTracker:
         first one that touched a table. Raises SchemaError when a statement about a known table cannot
         hold (a column or key column it names does not exist, a duplicate column).
         """
+        key = (sql, default_schema, tuple(self._dbs.items()))
+        made = _CREATED.get(key)
+        if made is not None:  # the same CREATE TABLE parsed before: its definition (never changed once made)
+            return self._created(made)
         result = _NONE
-        for toks in _statements(sql):
+        stmts = _statements(sql)
+        for toks in stmts:
             stmt = _short(_render(toks))
+            self._plain_create = None
             try:
                 r = self._one(_P(toks, stmt), default_schema)
             except SchemaError as e:
@@ -89,6 +101,10 @@ class SchemaTracker:
                     raise
             if result == _NONE:
                 result = r
+        if len(stmts) == 1 and self._plain_create is not None:
+            if len(_CREATED) >= CREATED_KEPT:
+                _CREATED.pop(next(iter(_CREATED)))  # the oldest
+            _CREATED[key] = self._plain_create
         return result
 
     def _one(self, p: _P, ds: str) -> Result:
@@ -176,15 +192,21 @@ class SchemaTracker:
             return self.get(schema, table)
 
         made = _create_table(p, ds, like, self._db_defaults)
+        if made.like is not None:
+            src = self._tables.get(made.like)
+            if src is not None:
+                made.charset, made.collate = src.charset, src.collate
+        else:
+            self._plain_create = made
+        return self._created(made)
+
+    def _created(self, made: _Created) -> Result:
+        """A parsed CREATE TABLE taken into the store."""
         t = made.table
         k = _key(t.schema, t.table)
         old = self._tables.get(k)
         if old is not None and made.if_not_exists:
             return old.table, _copy(old.table)
-        if made.like is not None:
-            src = self._tables.get(made.like)
-            if src is not None:
-                made.charset, made.collate = src.charset, src.collate
         self._tables[k] = _Entry(t, made.charset, made.collate)
         return (old.table if old else None), t
 
