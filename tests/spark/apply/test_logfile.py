@@ -208,25 +208,23 @@ def test_tables_kept_open_are_bounded_least_recently_used_first(tmp_path: Path, 
     assert log.txn_version(paths[1], "app", "p") == 3 and len(log._open) == 2
 
 
-def test_many_tables_created_at_once_read_back_and_one_already_there_is_left(tmp_path: Path) -> None:
+def test_many_tables_created_then_rewritten_at_once_read_back_and_what_another_writer_made_is_left(
+        tmp_path: Path) -> None:
     log = RustLog()
     paths = [str(tmp_path / f"t{i}") for i in range(5)]
-    assert log.create(paths[2], SCHEMA, {"mine": "no"})  # made before (another writer's)
-    before = (Path(paths[2]) / "_delta_log" / "00000000000000000000.json").read_bytes()
-    made = log.create_many([(p, SCHEMA, {"changefeed.app.ddlVersion": str(i)}) for i, p in enumerate(paths)])
-    assert made == [True, True, False, True, True]
-    assert (Path(paths[2]) / "_delta_log" / "00000000000000000000.json").read_bytes() == before  # left as it was
+    assert log.create(paths[4], SCHEMA, {"mine": "no"})  # made before (another writer's)
+    before = (Path(paths[4]) / "_delta_log" / "00000000000000000000.json").read_bytes()
+    made = log.create_many([(p, SCHEMA, {"delta.checkpointInterval": "1"} if i == 3 else
+                             {"changefeed.app.ddlVersion": str(i)}) for i, p in enumerate(paths)])
+    assert made == [True, True, True, True, False]
+    assert (Path(paths[4]) / "_delta_log" / "00000000000000000000.json").read_bytes() == before  # left as it was
     for i, p in enumerate(paths):
         dt = DeltaTable(p)
         assert dt.version() == 0 and [f.name for f in dt.schema().fields] == ["id", "name"]
-        assert dt.metadata().configuration == ({"mine": "no"} if i == 2 else {"changefeed.app.ddlVersion": str(i)})
+        assert dt.metadata().configuration == ({"mine": "no"} if i == 4 else {"delta.checkpointInterval": "1"}
+                                               if i == 3 else {"changefeed.app.ddlVersion": str(i)})
         assert not [n for n in os.listdir(Path(p) / "_delta_log") if n.endswith(".tmp")]
-
-
-def test_many_tables_rewritten_at_once_read_back_and_a_version_another_writer_took_is_left(tmp_path: Path) -> None:
-    log = RustLog()
-    paths = [str(tmp_path / f"t{i}") for i in range(4)]
-    log.create_many([(p, SCHEMA, {"delta.checkpointInterval": "1"} if i == 3 else {}) for i, p in enumerate(paths)])
+    paths = paths[:4]
     befores = [log.read(p, None) for p in paths]
     write_deltalake(paths[1], pa.table({"id": [9], "name": ["theirs"]}, schema=ROWS), mode="append")  # version 1
     added = [[_file(Path(p), f"part-00000-{i}-c000.snappy.parquet", [(i, f"n{i}")])] for i, p in enumerate(paths)]
