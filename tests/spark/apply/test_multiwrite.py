@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import re
 import time
 from pathlib import Path
 from urllib.parse import unquote
@@ -162,12 +163,13 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
         (hits if rows is not None else misses).append(path.rsplit("/", 1)[-1])
         return rows
 
-    bindings = spark.sparkContext._gateway.java_gateway_server.getGateway().getBindings()
+    gateway = spark.sparkContext._gateway
+    bindings = gateway.java_gateway_server.getGateway().getBindings()
 
-    def iterators() -> int:  # JVM objects py4j keeps for Python that are iterators (one call: their toString)
-        return spark._jvm.java.util.Objects.toString(bindings).count("=<iterator>")
+    def iterators() -> set[str]:  # JVM objects py4j keeps for Python that are iterators (one call: their toString)
+        return set(re.findall(r"(o\d+)=<iterator>", spark._jvm.java.util.Objects.toString(bindings)))
 
-    held, left = multiwrite.MultiWriter._held, []  # the first built from kept rows: its iterators still bound
+    held, left = multiwrite.MultiWriter._held, []  # the first built from kept rows: its iterators Python still holds
 
     def held_spy(self, group, schema):  # noqa: ANN001, ANN202
         gc.disable()  # only the writer's own collections: an automatic one would hide what it leaves
@@ -175,10 +177,14 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
             before, base = len(hits), iterators()
             out = held(self, group, schema)
             if not left and len(hits) > before:
-                deadline = time.monotonic() + 5  # py4j's finalizer thread sends its releases every second
-                while iterators() > base and time.monotonic() < deadline:
+                deadline = time.monotonic() + 3  # (one on its way out between the two reads: read again)
+                while True:  # released by Python: queued for py4j's finalizer thread, or already gone from the JVM
+                    queued = {t for _, t in list(getattr(gateway._gateway_client, "finalizer_deque", ()))}
+                    held_on = iterators() - base - queued
+                    if not held_on or time.monotonic() > deadline:
+                        break
                     time.sleep(0.1)
-                left.append(iterators() - base)
+                left.append(len(held_on))
             return out
         finally:
             gc.enable()
