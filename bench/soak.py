@@ -230,11 +230,9 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
             time.sleep(pause)
 
 
-def full_gc_compacted(perf_counters: str, always: int = 4) -> bool | None:
-    """Whether the JVM's last full GC compacted its whole old generation: the serial collector ("MSC") leaves dead
-    objects in place as fillers (`int[]`, counted live by a histogram) up to `-XX:MarkSweepDeadRatio` (5%) of the
-    old generation, except on every `-XX:MarkSweepAlwaysCompactCount`th (4th) full GC (counted in `jcmd
-    PerfCounter.print`; JDK 17 names the collector "Serial full collection pauses"). None: another collector."""
+def full_gcs(perf_counters: str) -> int | None:
+    """The serial collector's count of full GCs ("MSC"; JDK 17 names it "Serial full collection pauses") in `jcmd
+    PerfCounter.print`; None: another collector."""
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
     for line in perf_counters.splitlines():
@@ -245,7 +243,17 @@ def full_gc_compacted(perf_counters: str, always: int = 4) -> bool | None:
             elif m.group(3).isdigit():
                 counts[m.group(1)] = int(m.group(3))
     old = [k for k, v in names.items() if (v == "MSC" or v.startswith("Serial full")) and k in counts]
-    return counts[old[0]] % always == 0 if old else None
+    return counts[old[0]] if old else None
+
+
+def full_gc_compacted(before: int | None, after: int | None, always: int = 4) -> bool | None:
+    """Whether the one full GC between two counts (`full_gcs`) compacted the whole old generation: the serial
+    collector leaves dead objects in place as fillers (`int[]`, counted live by a histogram) up to
+    `-XX:MarkSweepDeadRatio` (5%) of the old generation, except on every `-XX:MarkSweepAlwaysCompactCount`th (4th)
+    full GC. Another full GC in between (the periodic one): False, read again. None: no count."""
+    if before is None or after is None:
+        return None
+    return after == before + 1 and after % always == 0
 
 
 def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | None:
@@ -253,7 +261,17 @@ def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | No
     if pid is None or shutil.which("jcmd") is None:
         return None
 
+    def count() -> int | None:
+        try:
+            return full_gcs(subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True,
+                                           timeout=60, check=True).stdout)
+        except (subprocess.SubprocessError, OSError):
+            return None
+
+    before: list[int | None] = [None]
+
     def histogram() -> str | None:
+        before[0] = count()  # the full GCs before this round's own
         try:
             return subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True,
                                   timeout=120, check=True).stdout
@@ -261,12 +279,7 @@ def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | No
             return None
 
     def compacted() -> bool | None:
-        try:
-            text = subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True,
-                                  timeout=60, check=True).stdout
-        except (subprocess.SubprocessError, OSError):
-            return None
-        return full_gc_compacted(text)
+        return full_gc_compacted(before[0], count())
 
     return settled_heap(histogram, keep=keep, compacted=compacted)
 

@@ -70,11 +70,13 @@ sun.gc.generation.1.name="old"
 
 def test_a_full_gc_compacted_all_on_every_fourth():
     """The serial collector's dead wood: only its every 4th full GC (its count) compacts the whole old generation."""
-    assert [soak.full_gc_compacted(PERF % n) for n in (7, 8, 9)] == [False, True, False]
-    jdk17 = PERF.replace('"MSC"', '"Serial full collection pauses"')
-    assert [soak.full_gc_compacted(jdk17 % n) for n in (11, 12)] == [False, True]
-    assert soak.full_gc_compacted(PERF.replace('"MSC"', '"G1 Old Generation"') % 8) is None
-    assert soak.full_gc_compacted("") is None
+    assert [soak.full_gcs(PERF % n) for n in (7, 8)] == [7, 8]
+    assert soak.full_gcs(PERF.replace('"MSC"', '"Serial full collection pauses"') % 12) == 12  # JDK 17's name
+    assert soak.full_gcs(PERF.replace('"MSC"', '"G1 Old Generation"') % 8) is None
+    assert soak.full_gcs("") is None
+    assert [soak.full_gc_compacted(n - 1, n) for n in (7, 8, 9)] == [False, True, False]
+    assert soak.full_gc_compacted(6, 8) is False  # another full GC in between: which one compacted is unknown
+    assert soak.full_gc_compacted(None, 8) is None
 
 
 NMT = """Native Memory Tracking:
