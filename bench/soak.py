@@ -13,7 +13,10 @@ Files on disk grow by design without `--vacuum-retention` (removed files stay un
 the end of every tenth after full GCs (`jcmd GC.class_histogram`, each one a full GC) repeated 1.5 s apart until the
 count of broadcast relations alive stops falling: a GC makes Spark's ContextCleaner see a dropped broadcast, its
 thread then removes the broadcast's block, and only the next GC frees the relation (one memory page each), so a
-single reading right after one GC still counts the last few micro-batches' broadcasts. A resident size that grows
+single reading right after one GC still counts the last few micro-batches' broadcasts. The serial collector also
+leaves dead objects in place (as `int[]` fillers a histogram counts live) up to 5% of the old generation except on
+every 4th full GC, so the reading ends on a full GC that compacted all (`full_gc_compacted`: up to 3 more at once;
+before, the `int[]` in the readings swung by 3-22 MB). A resident size that grows
 while that figure holds is the heap growing into its limit, not a leak; `--nmt` runs the JVM with Native Memory
 Tracking and prints what each area (Java heap, classes, code, threads, GC, other) committed, first tenth -> end.
 The time from a restart to the first applied micro-batch, as the lake stood at the end of the first tenth and at the
@@ -198,13 +201,19 @@ class HeapReading:
 
 
 def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: int = 6,
-                 keep: Path | None = None) -> HeapReading | None:
+                 keep: Path | None = None, compacted: Callable[[], bool | None] = lambda: None,
+                 extra: int = 3) -> HeapReading | None:
     """The heap after a full GC once the broadcasts that GC found unreachable are gone: a full GC (the histogram's)
     makes Spark's ContextCleaner see a dropped broadcast, its thread then removes the broadcast's block from the
     driver's store, and only the next full GC frees the relation. So: histogram, pause, again, until the count of
-    broadcast objects stops falling (at least two rounds, at most `most`); the last round's live bytes."""
+    broadcast objects stops falling (at least two rounds, at most `most`); the last round's live bytes. Then, while
+    `compacted()` says the last full GC left dead objects in place (False; None: unknown), up to `extra` more rounds
+    at once (`full_gc_compacted`: the serial GC compacts all only every few full GCs)."""
     last: HeapReading | None = None
-    for n in range(1, most + 1):
+    settled_at: int | None = None  # the round whose broadcast count no longer fell (or the cap's)
+    n = 0
+    while True:
+        n += 1
         text = histogram()
         if text is None:
             return last
@@ -212,11 +221,39 @@ def settled_heap(histogram: Callable[[], str | None], pause: float = 1.5, most: 
             keep.write_text(text)
         total, counts = parse_histogram(text)
         now = HeapReading(total / 2**20, sum(counts.get(c, 0) for c in BROADCAST_CLASSES), n, counts.get(ROWS, 0))
-        if last is not None and now.broadcasts >= last.broadcasts:
+        if settled_at is None and (n >= most or (last is not None and now.broadcasts >= last.broadcasts)):
+            settled_at = n
+        if settled_at is not None and (n - settled_at >= extra or compacted() is not False):
             return now
         last = now
-        time.sleep(pause)
-    return last
+        if settled_at is None:
+            time.sleep(pause)
+
+
+def full_gcs(perf_counters: str) -> int | None:
+    """The serial collector's count of full GCs ("MSC"; JDK 17 names it "Serial full collection pauses") in `jcmd
+    PerfCounter.print`; None: another collector."""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for line in perf_counters.splitlines():
+        m = re.match(r"^sun\.gc\.collector\.(\d+)\.(name|invocations)=(.*)$", line.strip())
+        if m:
+            if m.group(2) == "name":
+                names[m.group(1)] = m.group(3).strip('"')
+            elif m.group(3).isdigit():
+                counts[m.group(1)] = int(m.group(3))
+    old = [k for k, v in names.items() if (v == "MSC" or v.startswith("Serial full")) and k in counts]
+    return counts[old[0]] if old else None
+
+
+def full_gc_compacted(before: int | None, after: int | None, always: int = 4) -> bool | None:
+    """Whether the one full GC between two counts (`full_gcs`) compacted the whole old generation: the serial
+    collector leaves dead objects in place as fillers (`int[]`, counted live by a histogram) up to
+    `-XX:MarkSweepDeadRatio` (5%) of the old generation, except on every `-XX:MarkSweepAlwaysCompactCount`th (4th)
+    full GC. Another full GC in between (the periodic one): False, read again. None: no count."""
+    if before is None or after is None:
+        return None
+    return after == before + 1 and after % always == 0
 
 
 def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | None:
@@ -224,14 +261,27 @@ def heap_after_gc(pid: int | None, keep: Path | None = None) -> HeapReading | No
     if pid is None or shutil.which("jcmd") is None:
         return None
 
+    def count() -> int | None:
+        try:
+            return full_gcs(subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True,
+                                           timeout=60, check=True).stdout)
+        except (subprocess.SubprocessError, OSError):
+            return None
+
+    before: list[int | None] = [None]
+
     def histogram() -> str | None:
+        before[0] = count()  # the full GCs before this round's own
         try:
             return subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True,
                                   timeout=120, check=True).stdout
         except (subprocess.SubprocessError, OSError):
             return None
 
-    return settled_heap(histogram, keep=keep)
+    def compacted() -> bool | None:
+        return full_gc_compacted(before[0], count())
+
+    return settled_heap(histogram, keep=keep, compacted=compacted)
 
 
 def native_memory(pid: int | None) -> dict[str, float] | None:

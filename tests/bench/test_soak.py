@@ -50,6 +50,33 @@ def test_the_heap_is_read_once_the_broadcasts_stop_falling():
     assert (round(r.mb), r.rounds) == (105, 3)
     # jcmd failing: what was read so far, or nothing
     assert soak.settled_heap(lambda: None, pause=0) is None
+    # settled, but the last full GC left dead objects in place: read again at once until one compacted all
+    seq = iter([histogram(5, 200), histogram(5, 190), histogram(5, 170), histogram(5, 150), histogram(5, 140)])
+    said = iter([False, False, True])
+    r = soak.settled_heap(lambda: next(seq), pause=0, compacted=lambda: next(said))
+    assert (round(r.mb), r.rounds) == (150, 4)
+    said = iter([False] * 9)  # never: `extra` rounds more, then that reading
+    seq = iter([histogram(5, 200 - n) for n in range(9)])
+    assert soak.settled_heap(lambda: next(seq), pause=0, compacted=lambda: next(said), extra=2).rounds == 4
+
+
+PERF = """sun.gc.collector.0.invocations=412
+sun.gc.collector.0.name="Copy"
+sun.gc.collector.1.invocations=%d
+sun.gc.collector.1.name="MSC"
+sun.gc.generation.1.name="old"
+"""
+
+
+def test_a_full_gc_compacted_all_on_every_fourth():
+    """The serial collector's dead wood: only its every 4th full GC (its count) compacts the whole old generation."""
+    assert [soak.full_gcs(PERF % n) for n in (7, 8)] == [7, 8]
+    assert soak.full_gcs(PERF.replace('"MSC"', '"Serial full collection pauses"') % 12) == 12  # JDK 17's name
+    assert soak.full_gcs(PERF.replace('"MSC"', '"G1 Old Generation"') % 8) is None
+    assert soak.full_gcs("") is None
+    assert [soak.full_gc_compacted(n - 1, n) for n in (7, 8, 9)] == [False, True, False]
+    assert soak.full_gc_compacted(6, 8) is False  # another full GC in between: which one compacted is unknown
+    assert soak.full_gc_compacted(None, 8) is None
 
 
 NMT = """Native Memory Tracking:

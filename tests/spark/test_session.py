@@ -91,6 +91,7 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
         assert f"-XX:SharedArchiveFile={built}" in args
         assert "sharing" in jvm.java.lang.System.getProperty("java.vm.info")
     assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "1min"
+    assert jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 1 << 20  # a broadcast's least
     env = dict(e.split("=", 1) for e in Path(f"/proc/{runtime.getPid()}/environ").read_text().split("\0") if "=" in e)
     assert all(env.get(k) == v for k, v in SMALL_MACHINE_ENV.items()), {k: env.get(k) for k in SMALL_MACHINE_ENV}
     # ... and only that JVM: this process's other children (a source, a registry) keep the user's environment

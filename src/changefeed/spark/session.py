@@ -41,6 +41,11 @@ SMALL_MACHINE = {
     # here: each micro-batch's broadcast hash relations (a memory page each) go within a minute, and the full GC is
     # what lets the heap shrink (above)
     "spark.cleaner.periodicGC.interval": "1min",
+    # Tungsten's memory page, 8 MB by default in this 1 GB driver (execution memory / cores / 16): a broadcast hash
+    # relation takes at least a whole page however few its rows, and a micro-batch's small joins built several, all
+    # alive in the driver's heap while it runs (a soak's heap dump: 3 x 8 MB). 1 MB pages cost nothing measured at
+    # 25,000 events a batch (bench/floor.py); a sort or a map of a bigger batch takes more pages, not bigger ones
+    "spark.buffer.pageSize": "1m",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",

@@ -6,8 +6,10 @@ delivered unevenly and part of one delivered twice; and the tables must read the
 
 from __future__ import annotations
 
+import gc
 import os
 import random
+import re
 import time
 from pathlib import Path
 from urllib.parse import unquote
@@ -19,7 +21,7 @@ import pytest
 
 from changefeed.ddl import action_from_query
 from changefeed.model import Event, Kind
-from changefeed.spark.apply import driverfiles, read_progress
+from changefeed.spark.apply import driverfiles, multiwrite, read_progress
 from changefeed.spark.apply.deltalog import DELTA_RS
 from changefeed.spark.apply.log_rs import DIRECT
 from changefeed.sqlschema import SchemaTracker
@@ -149,7 +151,8 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
                                                                          tmp_path: Path, monkeypatch) -> None:
     """Many micro-batches in one run (60 messages each, from Kafka): a table's next rewrite starts from the rows
     the driver wrote last (not read back), except where the table moved on since (the column added to a1, the
-    TRUNCATE of a2); the lake ends as upstream holds it."""
+    TRUNCATE of a2); the lake ends as upstream holds it. Once the kept rows are the JVM's local relation, the JVM
+    no longer holds the Arrow IPC bytes they came in (py4j's iterator over them, left in a Python cycle)."""
     from changefeed.spark.pipeline import apply_changes, read_changes
 
     hits, misses = [], []
@@ -160,7 +163,34 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
         (hits if rows is not None else misses).append(path.rsplit("/", 1)[-1])
         return rows
 
+    gateway = spark.sparkContext._gateway
+    bindings = gateway.java_gateway_server.getGateway().getBindings()
+
+    def iterators() -> set[str]:  # JVM objects py4j keeps for Python that are iterators (one call: their toString)
+        return set(re.findall(r"(o\d+)=<iterator>", spark._jvm.java.util.Objects.toString(bindings)))
+
+    held, left = multiwrite.MultiWriter._held, []  # the first built from kept rows: its iterators Python still holds
+
+    def held_spy(self, group, schema):  # noqa: ANN001, ANN202
+        gc.disable()  # only the writer's own collections: an automatic one would hide what it leaves
+        try:
+            before, base = len(hits), iterators()
+            out = held(self, group, schema)
+            if not left and len(hits) > before:
+                deadline = time.monotonic() + 3  # (one on its way out between the two reads: read again)
+                while True:  # released by Python: queued for py4j's finalizer thread, or already gone from the JVM
+                    queued = {t for _, t in list(getattr(gateway._gateway_client, "finalizer_deque", ()))}
+                    held_on = iterators() - base - queued
+                    if not held_on or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                left.append(len(held_on))
+            return out
+        finally:
+            gc.enable()
+
     monkeypatch.setattr(driverfiles.Kept, "get", spy)
+    monkeypatch.setattr(multiwrite.MultiWriter, "_held", held_spy)
     # (an event line needs a table: CREATE DATABASE left out, which the lake does not need)
     events = [e for e in _events(seed=3, transactions=200) if e.table is not None]
     topic = f"kept-{os.getpid()}-{int(time.time())}"
@@ -175,6 +205,7 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
     lake_equals(spark, lake, final_state(events))
     assert len(hits) > SHAPE_A + SHAPE_B, (hits, misses)  # rewrites over several micro-batches
     assert "a1" in misses and "a2" in misses  # after the DDL's commit: read back from their files
+    assert left == [0]
 
 
 def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Path, monkeypatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from changefeed.spark.apply.pycycles import CycleCollector
+from changefeed.spark.apply.pycycles import CycleCollector, young
 
 
 def test_collects_at_first_then_at_most_once_per_interval():
@@ -36,6 +36,13 @@ def test_frees_an_object_only_a_cycle_kept():
         del a, b
         assert alive() is not None  # reference counts alone never free a cycle
         assert CycleCollector(0.0).due()
+        assert alive() is None
+        # a cycle just made (a py4j object a call dropped): the young generations' collection frees it
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del a, b
+        young()
         assert alive() is None
     finally:
         gc.enable()

@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import driverfiles
+from . import driverfiles, pycycles
 from .deltalog import MAX_TABLE_BYTES, file_name, new_file_name
 from .options import q
 from .ordering import UPSERT
@@ -235,6 +235,8 @@ class MultiWriter:
         # the rows the driver wrote last, where the table has not moved since: not read back from its files
         known = spark.createDataFrame(pa.concat_tables(kept, promote_options="permissive"), with_t) \
             if kept else None  # (tables kept from different micro-batches may differ in a column's nullability)
+        if known is not None:  # the JVM's iterator over the rows' Arrow IPC bytes released: the local relation
+            pycycles.young()  # holds the rows; the bytes were kept beside them through the batch (`pycycles`)
         if not paths:
             return known if known is not None else spark.createDataFrame([], with_t)
         which = local_rows(spark, names, [("__f", "string"), (TABLE, "int")])
