@@ -149,18 +149,26 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
                                                                          tmp_path: Path, monkeypatch) -> None:
     """Many micro-batches in one run (60 messages each, from Kafka): a table's next rewrite starts from the rows
     the driver wrote last (not read back), except where the table moved on since (the column added to a1, the
-    TRUNCATE of a2); the lake ends as upstream holds it."""
+    TRUNCATE of a2); those rewrites are merged on the driver (`drivermerge`), groups of several tables and their
+    windows' NULLs, key changes and deletes; the lake ends as upstream holds it."""
+    from changefeed.spark.apply import drivermerge
     from changefeed.spark.pipeline import apply_changes, read_changes
 
-    hits, misses = [], []
-    get = driverfiles.Kept.get
+    hits, misses, merged = [], [], []
+    get, apply = driverfiles.Kept.get, drivermerge.apply
 
     def spy(self, path, version, files):  # noqa: ANN001, ANN202
         rows = get(self, path, version, files)
         (hits if rows is not None else misses).append(path.rsplit("/", 1)[-1])
         return rows
 
+    def merge(held, last, *args):  # noqa: ANN001, ANN002, ANN202
+        out = apply(held, last, *args)
+        merged.append(out is not None)
+        return out
+
     monkeypatch.setattr(driverfiles.Kept, "get", spy)
+    monkeypatch.setattr(drivermerge, "apply", merge)
     # (an event line needs a table: CREATE DATABASE left out, which the lake does not need)
     events = [e for e in _events(seed=3, transactions=200) if e.table is not None]
     topic = f"kept-{os.getpid()}-{int(time.time())}"
@@ -175,6 +183,7 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
     lake_equals(spark, lake, final_state(events))
     assert len(hits) > SHAPE_A + SHAPE_B, (hits, misses)  # rewrites over several micro-batches
     assert "a1" in misses and "a2" in misses  # after the DDL's commit: read back from their files
+    assert sum(merged) > SHAPE_A + SHAPE_B and all(merged), merged  # on the driver, no table left to Spark's job
 
 
 def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Path, monkeypatch) -> None:

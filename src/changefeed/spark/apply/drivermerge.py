@@ -58,10 +58,11 @@ def last_per_key(ops: pa.Table, key_names: list[str], by: list[str]) -> pa.Table
 
 
 def apply(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str], cols: list[str], vals: list[str],
-          has: list[str]) -> pa.Table | None:
+          has: list[str], not_null: frozenset[str] = frozenset()) -> pa.Table | None:
     """The table's rows after its last operations (`last_per_key`): a held row of a key deleted goes, of a key
     written takes the image's columns it holds (`has`), others stay; a written key not held is a new row (columns
-    the image lacks NULL). The held rows' schema throughout; None where Spark's job would differ (see above)."""
+    the image lacks NULL). The held rows' schema throughout; None where Spark's job would differ (see above), as
+    for a NULL in a column of `not_null` (the table's NOT NULL columns) or of a field `held` says is not null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -102,7 +103,7 @@ def apply(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str],
             v = pc.if_else(pc.fill_null(lt[holds], False), lt[value], et[f.name])
         else:
             v = et[f.name]
-        if not f.nullable and v.null_count:
+        if (not f.nullable or f.name in not_null) and v.null_count:
             return None  # the job raises its error for this
         columns.append(v)
     written = pa.Table.from_arrays(columns, schema=schema)

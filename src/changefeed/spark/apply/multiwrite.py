@@ -150,7 +150,7 @@ class MultiWriter:
             for (p, tf, held), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
                 last = drivermerge.last_per_key(o, key_names, by)
                 rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
-                                                                   p.cols, vals, has)
+                                                                   p.cols, vals, has, _not_null(tf.schema_json))
                 if rows is None:
                     rest.append([(p, tf)])  # Spark's job: what the driver cannot do as it does
                     continue
@@ -179,7 +179,10 @@ class MultiWriter:
             flats.append(flat.columns)
             selects.append(flat.select(*[F.col(q(c)).alias(f"__g{j}:{c}") for c in flat.columns]))
             names.append((key_names, vals, has, by))
-        got = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), selects).toArrow()
+        both = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), selects)
+        # each select reads every partition of the window (a dozen for a small batch): a task for each of the
+        # cores, not one for each partition of each group
+        got = both.coalesce(max(1, spark.sparkContext.defaultParallelism)).toArrow()
         out = []
         for j, columns in enumerate(flats):
             mine = got.select([f"__g{j}:{c}" for c in columns]).rename_columns(columns)
@@ -334,6 +337,12 @@ class MultiWriter:
 @functools.lru_cache(maxsize=1024)
 def _names(schema_json: str) -> list[str]:
     return [f["name"] for f in json.loads(schema_json)["fields"]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _not_null(schema_json: str) -> frozenset[str]:
+    """The table's NOT NULL columns (Spark's job raises its error for a NULL there: `_join_columns`)."""
+    return frozenset(f["name"] for f in json.loads(schema_json)["fields"] if not f.get("nullable", True))
 
 
 def _join_columns(schema: T.StructType, keys: list[str], key_names: list[str], cols: list[str], vals: list[str],
