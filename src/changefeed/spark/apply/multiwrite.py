@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .segments import TableWrite
 
 DRIVER_MERGE = "CHANGEFEED_DRIVER_MERGE"  # "0": every group's rewrite computed by its Spark job (`write_on_driver`)
+DRIVER_MAX_READS = 16  # tables whose files that job reads too (each a select of its own), at most
 DRIVER_MAX_CHANGES = 200_000  # a window's changes merged on the driver at most (their operations collected at once)
 COMMIT_THREADS = 16  # a local group's table commits made at once
 MIN_TABLES = 3  # fewer tables of one shape than this share no job: each is written alone, or by its MERGE
@@ -117,25 +118,29 @@ class MultiWriter:
     def write_on_driver(self, groups: list[list[tuple[Planned, TableFiles]]], committed: Callable[[str, int], None],
                         each: Callable[[Callable[[Any], Any], list[Any]], Any]
                         ) -> list[list[tuple[Planned, TableFiles]]]:
-        """The groups' tables whose rows the driver holds (`driverfiles.Kept`) merged on the driver
-        (`drivermerge`): their window's operations collected in one job for all of them, each table's last
-        operations applied to its rows in Arrow, its file written and committed as `write` does. The groups left
-        for `write` (tables without held rows, too many changes, or what the driver cannot merge as Spark does)."""
+        """The groups' small tables merged on the driver (`drivermerge`): their window's operations, and the rows
+        of those whose rows the driver does not hold (`driverfiles.Kept`, up to `DRIVER_MAX_READS` tables), collected
+        in one job for all of them; each table's last operations applied to its rows in Arrow, its file written and
+        committed as `write` does. The groups left for `write` (too many changes, a table too big or empty, or what
+        the driver cannot merge as Spark does)."""
         if os.environ.get(DRIVER_MERGE, "1") == "0":
             return groups
-        mine: list[list[tuple[Planned, TableFiles, pa.Table]]] = []
+        mine: list[list[tuple[Planned, TableFiles, pa.Table | None]]] = []
         rest: list[list[tuple[Planned, TableFiles]]] = []
-        changes = 0
+        changes = reads = 0
         for g in groups:
             took, left = [], []
             for p, tf in g:
                 held = self.kept.get(p.path, tf.version, tf.files)
+                if held is not None and held.column_names != _names(tf.schema_json):
+                    held = None
                 n = p.write.changes
-                if held is not None and n is not None and changes + n <= DRIVER_MAX_CHANGES \
-                        and driverfiles.small(tf.size, [n]) and held.column_names == _names(tf.schema_json) \
+                if n is not None and changes + n <= DRIVER_MAX_CHANGES and driverfiles.small(tf.size, [n]) \
+                        and (held is not None or (tf.files and reads < DRIVER_MAX_READS)) \
                         and (self.logs.local(p.path) is not None or self.logs.on_store(p.path)):
                     took.append((p, tf, held))
                     changes += n
+                    reads += held is None
                 else:
                     left.append((p, tf))
             if took:
@@ -144,10 +149,12 @@ class MultiWriter:
                 rest.append(left)
         if not mine:
             return groups
-        for g, ops, (key_names, vals, has, by) in zip(mine, *self._operations(mine), strict=True):
+        ops_of, names, read = self._operations(mine)
+        for g, ops, (key_names, vals, has, by) in zip(mine, ops_of, names, strict=True):
             parts: list[pa.Table] = []
             done: list[tuple[Planned, TableFiles]] = []
-            for (p, tf, held), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
+            for (p, tf, kept), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
+                held = kept if kept is not None else read[p.path]
                 last = drivermerge.last_per_key(o, key_names, by)
                 rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
                                                                    p.cols, vals, has, _not_null(tf.schema_json))
@@ -160,11 +167,13 @@ class MultiWriter:
                 self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
         return rest
 
-    def _operations(self, groups: list[list[tuple[Planned, TableFiles, pa.Table]]]
-                    ) -> tuple[list[pa.Table], list[tuple[list[str], list[str], list[str], list[str]]]]:
-        """Each group's keyed operations in its window (`scd1.flat_ops`, its table's index in `TABLE`), for all
-        groups in one job (each group's columns under names of their own, `__g<j>:`; NULL in the others' rows),
-        and their column names."""
+    def _operations(self, groups: list[list[tuple[Planned, TableFiles, pa.Table | None]]]
+                    ) -> tuple[list[pa.Table], list[tuple[list[str], list[str], list[str], list[str]]],
+                               dict[str, pa.Table]]:
+        """In one job: each group's keyed operations in its window (`scd1.flat_ops`, its table's index in
+        `TABLE`), the rows of each table the driver does not hold (None: read from its files, as `_held` reads
+        them), and the operations' column names. Each select's columns under names of its own (`__g<j>:`,
+        `__h<m>:`), NULL in the other selects' rows."""
         spark = self.lake.spark
         selects, names, flats = [], [], []
         for j, g in enumerate(groups):
@@ -176,20 +185,33 @@ class MultiWriter:
             rows = first.write.window.join(F.broadcast(bounds), ["database", "table"]).where(
                 "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
             flat, key_names, vals, has, by = flat_ops(self.proj, first.t, rows, first.cols, group=(TABLE,))
-            flats.append(flat.columns)
+            flats.append((f"__g{j}:", flat.columns, "__op"))
             selects.append(flat.select(*[F.col(q(c)).alias(f"__g{j}:{c}") for c in flat.columns]))
             names.append((key_names, vals, has, by))
+        unread = [(p, tf) for g in groups for p, tf, held in g if held is None]
+        for m, (p, tf) in enumerate(unread):
+            schema = T.StructType.fromJson(json.loads(tf.schema_json))
+            phys = tf.physical() or {}
+            stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable)
+                                   for f in schema.fields])
+            paths = [f"{p.path}/{unquote(rel)}" for rel in tf.files]
+            threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
+            with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):  # no listing job: see `_held`
+                files = spark.read.schema(stored).parquet(*paths)
+            flats.append((f"__h{m}:", schema.fieldNames(), ""))
+            selects.append(files.select(*[F.col(q(phys.get(n, n))).alias(f"__h{m}:{n}") for n in schema.fieldNames()],
+                                        F.lit(True).alias(f"__h{m}:")))
         both = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), selects)
         # each select reads every partition of the window (a dozen for a small batch): a task for each of the
         # cores, not one for each partition of each group
         got = both.coalesce(max(1, spark.sparkContext.defaultParallelism)).toArrow()
         out = []
-        for j, columns in enumerate(flats):
-            mine = got.select([f"__g{j}:{c}" for c in columns]).rename_columns(columns)
-            if len(groups) > 1:  # the rows of this group's select: its operation is never NULL
-                mine = mine.filter(pc.is_valid(mine["__op"]))
+        for prefix, columns, marker in flats:  # the rows of a select: its marker column is never NULL
+            mine = got.select([f"{prefix}{c}" for c in columns]).rename_columns(columns)
+            if len(selects) > 1:
+                mine = mine.filter(pc.is_valid(got[f"{prefix}{marker}"]))
             out.append(mine)
-        return out, names
+        return out[:len(groups)], names, {p.path: t for (p, _), t in zip(unread, out[len(groups):], strict=True)}
 
     def _shape(self, p: Planned) -> tuple[Any, ...] | None:
         """What must be equal for tables to share one job: columns, key, and how images are typed."""
