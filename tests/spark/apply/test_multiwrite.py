@@ -188,9 +188,20 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
 
 def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Path, monkeypatch) -> None:
     """The rewrite of a small table (no group) and Delta's MERGE of the same windows end with the same rows, with a
-    column left out (except_column_list) and some updates applied as deletes (apply_as_deletes)."""
-    from changefeed.spark.apply import multiwrite
+    column left out (except_column_list) and some updates applied as deletes (apply_as_deletes); the rewrites are
+    merged on the driver (`drivermerge`: the tables' rows read in the job that collects their operations)."""
+    from changefeed.spark.apply import drivermerge, multiwrite
     from changefeed.workload import generate
+
+    merged: list[bool] = []
+    apply = drivermerge.apply
+
+    def merge(*args):  # noqa: ANN002, ANN202
+        out = apply(*args)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr(drivermerge, "apply", merge)
 
     events = list(generate(seed=5, transactions=150))
     staged, live = tmp_path / "staged", tmp_path / "live"
@@ -205,6 +216,7 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
         (staging / app / "0123abcd" / "__t=0").mkdir(parents=True)
         (staging / app / "0123abcd" / "__t=0" / "part-0.parquet").write_bytes(b"PAR1")
     consume(spark, live, tmp_path / "rewritten", "canal-json", options, **kw)
+    assert sum(merged) >= 3, merged  # (a window's first write of a new table: empty, its Spark job)
     assert not (staging / "changefeed" / "0123abcd").exists()
     assert (staging / "other" / "0123abcd" / "__t=0" / "part-0.parquet").read_bytes() == b"PAR1"
     monkeypatch.setattr(multiwrite, "ALONE_MAX_BYTES", -1)
