@@ -155,9 +155,12 @@ class MultiWriter:
             done: list[tuple[Planned, TableFiles]] = []
             for (p, tf, kept), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
                 held = kept if kept is not None else read[p.path]
-                last = drivermerge.last_per_key(o, key_names, by)
-                rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
-                                                                   p.cols, vals, has, _not_null(tf.schema_json))
+                try:
+                    last = drivermerge.last_per_key(o, key_names, by)
+                    rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
+                                                                       p.cols, vals, has, _not_null(tf.schema_json))
+                except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # a type pyarrow's kernels lack
+                    rows = None
                 if rows is None:
                     rest.append([(p, tf)])  # Spark's job: what the driver cannot do as it does
                     continue
