@@ -151,12 +151,15 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
                                                                          tmp_path: Path, monkeypatch) -> None:
     """Many micro-batches in one run (60 messages each, from Kafka): a table's next rewrite starts from the rows
     the driver wrote last (not read back), except where the table moved on since (the column added to a1, the
-    TRUNCATE of a2); the lake ends as upstream holds it. Once the kept rows are the JVM's local relation, the JVM
-    no longer holds the Arrow IPC bytes they came in (py4j's iterator over them, left in a Python cycle)."""
+    TRUNCATE of a2); those rewrites are merged on the driver (`drivermerge`), groups of several tables and their
+    windows' NULLs, key changes and deletes; the lake ends as upstream holds it. Merges the driver is made to
+    decline take Spark's job, until one from the kept rows: once they are the JVM's local relation, the JVM no
+    longer holds the Arrow IPC bytes they came in (py4j's iterator over them, left in a Python cycle)."""
+    from changefeed.spark.apply import drivermerge
     from changefeed.spark.pipeline import apply_changes, read_changes
 
-    hits, misses = [], []
-    get = driverfiles.Kept.get
+    hits, misses, merged = [], [], []
+    get, apply = driverfiles.Kept.get, drivermerge.apply
 
     def spy(self, path, version, files):  # noqa: ANN001, ANN202
         rows = get(self, path, version, files)
@@ -191,6 +194,17 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
 
     monkeypatch.setattr(driverfiles.Kept, "get", spy)
     monkeypatch.setattr(multiwrite.MultiWriter, "_held", held_spy)
+
+    def merge(held, last, *args):  # noqa: ANN001, ANN002, ANN202
+        if len(merged) >= SHAPE_A + SHAPE_B and not left:  # later rewrites to Spark's job, until one from kept rows
+            declined.append(len(hits))
+            return None
+        out = apply(held, last, *args)
+        merged.append(out is not None)
+        return out
+
+    declined: list[int] = []
+    monkeypatch.setattr(drivermerge, "apply", merge)
     # (an event line needs a table: CREATE DATABASE left out, which the lake does not need)
     events = [e for e in _events(seed=3, transactions=200) if e.table is not None]
     topic = f"kept-{os.getpid()}-{int(time.time())}"
@@ -205,14 +219,26 @@ def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark,
     lake_equals(spark, lake, final_state(events))
     assert len(hits) > SHAPE_A + SHAPE_B, (hits, misses)  # rewrites over several micro-batches
     assert "a1" in misses and "a2" in misses  # after the DDL's commit: read back from their files
-    assert left == [0]
+    assert sum(merged) > SHAPE_A + SHAPE_B and all(merged), merged  # on the driver, but the one declined
+    assert declined and left == [0], (declined, left)
 
 
 def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Path, monkeypatch) -> None:
     """The rewrite of a small table (no group) and Delta's MERGE of the same windows end with the same rows, with a
-    column left out (except_column_list) and some updates applied as deletes (apply_as_deletes)."""
-    from changefeed.spark.apply import multiwrite
+    column left out (except_column_list) and some updates applied as deletes (apply_as_deletes); the rewrites are
+    merged on the driver (`drivermerge`: the tables' rows read in the job that collects their operations)."""
+    from changefeed.spark.apply import drivermerge, multiwrite
     from changefeed.workload import generate
+
+    merged: list[bool] = []
+    apply = drivermerge.apply
+
+    def merge(*args):  # noqa: ANN002, ANN202
+        out = apply(*args)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr(drivermerge, "apply", merge)
 
     events = list(generate(seed=5, transactions=150))
     staged, live = tmp_path / "staged", tmp_path / "live"
@@ -227,6 +253,7 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
         (staging / app / "0123abcd" / "__t=0").mkdir(parents=True)
         (staging / app / "0123abcd" / "__t=0" / "part-0.parquet").write_bytes(b"PAR1")
     consume(spark, live, tmp_path / "rewritten", "canal-json", options, **kw)
+    assert sum(merged) >= 3, merged  # (a window's first write of a new table: empty, its Spark job)
     assert not (staging / "changefeed" / "0123abcd").exists()
     assert (staging / "other" / "0123abcd" / "__t=0" / "part-0.parquet").read_bytes() == b"PAR1"
     monkeypatch.setattr(multiwrite, "ALONE_MAX_BYTES", -1)

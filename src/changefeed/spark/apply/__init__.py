@@ -12,15 +12,15 @@ redelivery) never enter a window again. Streams without watermarks (Avro, real D
 batch, each key in its commit (or binlog) order.
 
 The modules, each step of a micro-batch in its own: `schedule` (which rows a batch may apply: the rule between
-batches), `backlog` (the batches holding rows for a later window, and each window gathered from them), `ordering`
-(in which order: the rule within a window), `segments` (a window cut at its DDL), `tablewrites` (a step's table
-writes and DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in one job), `catalog` (table
-definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on Delta), `changelog` (each
-batch's append and cutoff), `state` (what survives a restart, and the progress records), `restart` (what a restart
-reads back), `lake` (Delta and the file system; under it the driver's Delta log writers: `deltalog`, `log_rs`,
-`log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`, `projection`, `pycycles` (Python's
-cycles collected between batches, so that the JVM frees what they used); `names` (the
-tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg side), told by `lake`.
+batches), `backlog` (the batches holding rows for a later window, and each window gathered from them), `ordering` (in
+which order: the rule within a window), `segments` (a window cut at its DDL), `tablewrites` (a step's table writes and
+DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in one job; `drivermerge`: a small table's merge on
+the driver), `catalog` (table definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on
+Delta), `changelog` (each batch's append and cutoff), `state` (what survives a restart, and the progress records),
+`restart` (what a restart reads back), `lake` (Delta and the file system; under it the driver's Delta log writers:
+`deltalog`, `log_rs`, `log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`,
+`projection`, `pycycles` (Python's cycles collected between batches, so that the JVM frees what they used); `names`
+(the tables by name in a Spark catalog) and `iceberg`/`iceberg_schema` (their Iceberg side), told by `lake`.
 """
 
 from __future__ import annotations

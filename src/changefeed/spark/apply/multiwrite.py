@@ -17,7 +17,9 @@ changes reach every file of it). Others keep their MERGE.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,15 +28,16 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import driverfiles, pycycles
+from . import driverfiles, drivermerge, pycycles
 from .deltalog import MAX_TABLE_BYTES, file_name, new_file_name
 from .options import q
 from .ordering import UPSERT
 from .params import local_rows
-from .scd1 import last_ops
+from .scd1 import flat_ops, last_ops
 from .tablefiles import TableFiles, field_ids
 
 if TYPE_CHECKING:
@@ -46,6 +49,9 @@ if TYPE_CHECKING:
     from .projection import Projection
     from .segments import TableWrite
 
+DRIVER_MERGE = "CHANGEFEED_DRIVER_MERGE"  # "0": every group's rewrite computed by its Spark job (`write_on_driver`)
+DRIVER_MAX_READS = 16  # tables whose files that job reads too (each a select of its own), at most
+DRIVER_MAX_CHANGES = 200_000  # a window's changes merged on the driver at most (their operations collected at once)
 COMMIT_THREADS = 16  # a local group's table commits made at once
 MIN_TABLES = 3  # fewer tables of one shape than this share no job: each is written alone, or by its MERGE
 # a table written alone (not with others of its shape) is rewritten up to this size: a small table's rewrite costs
@@ -55,6 +61,7 @@ SPREAD_BYTES = 8 << 20  # a job writing more than this spreads each table's rows
 TABLE = "__t"  # a table's index among those of one job
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = set("*?[]{}\\")  # a folder named with these would be read as a pattern
+_Added = tuple[list[tuple[str, int, int]], dict[str, str] | None]  # a table's files, and their stats where known
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,107 @@ class MultiWriter:
                     rest.append(p)
         return groups, rest
 
+    def write_on_driver(self, groups: list[list[tuple[Planned, TableFiles]]], committed: Callable[[str, int], None],
+                        each: Callable[[Callable[[Any], Any], list[Any]], Any]
+                        ) -> list[list[tuple[Planned, TableFiles]]]:
+        """The groups' small tables merged on the driver (`drivermerge`): their window's operations, and the rows
+        of those whose rows the driver does not hold (`driverfiles.Kept`, up to `DRIVER_MAX_READS` tables), collected
+        in one job for all of them; each table's last operations applied to its rows in Arrow, its file written and
+        committed as `write` does. The groups left for `write` (too many changes, a table too big or empty, or what
+        the driver cannot merge as Spark does)."""
+        if os.environ.get(DRIVER_MERGE, "1") == "0":
+            return groups
+        mine: list[list[tuple[Planned, TableFiles, pa.Table | None]]] = []
+        rest: list[list[tuple[Planned, TableFiles]]] = []
+        changes = reads = 0
+        for g in groups:
+            took, left = [], []
+            for p, tf in g:
+                held = self.kept.get(p.path, tf.version, tf.files)
+                if held is not None and held.column_names != _names(tf.schema_json):
+                    held = None
+                n = p.write.changes
+                if n is not None and changes + n <= DRIVER_MAX_CHANGES and driverfiles.small(tf.size, [n]) \
+                        and (held is not None or (tf.files and reads < DRIVER_MAX_READS)) \
+                        and (self.logs.local(p.path) is not None or self.logs.on_store(p.path)):
+                    took.append((p, tf, held))
+                    changes += n
+                    reads += held is None
+                else:
+                    left.append((p, tf))
+            if took:
+                mine.append(took)
+            if left:
+                rest.append(left)
+        if not mine:
+            return groups
+        ops_of, names, read = self._operations(mine)
+        for g, ops, (key_names, vals, has, by) in zip(mine, ops_of, names, strict=True):
+            parts: list[pa.Table] = []
+            done: list[tuple[Planned, TableFiles]] = []
+            for (p, tf, kept), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
+                held = kept if kept is not None else read[p.path]
+                try:
+                    last = drivermerge.last_per_key(o, key_names, by)
+                    rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
+                                                                       p.cols, vals, has, _not_null(tf.schema_json))
+                except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # a type pyarrow's kernels lack
+                    rows = None
+                if rows is None:
+                    rest.append([(p, tf)])  # Spark's job: what the driver cannot do as it does
+                    continue
+                parts.append(rows)
+                done.append((p, tf))
+            if done:
+                self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
+        return rest
+
+    def _operations(self, groups: list[list[tuple[Planned, TableFiles, pa.Table | None]]]
+                    ) -> tuple[list[pa.Table], list[tuple[list[str], list[str], list[str], list[str]]],
+                               dict[str, pa.Table]]:
+        """In one job: each group's keyed operations in its window (`scd1.flat_ops`, its table's index in
+        `TABLE`), the rows of each table the driver does not hold (None: read from its files, as `_held` reads
+        them), and the operations' column names. Each select's columns under names of its own (`__g<j>:`,
+        `__h<m>:`), NULL in the other selects' rows."""
+        spark = self.lake.spark
+        selects, names, flats = [], [], []
+        for j, g in enumerate(groups):
+            first = g[0][0]
+            bounds = local_rows(spark, [(p.write.database, p.write.table, i, p.write.after, p.write.upto)
+                                        for i, (p, _, _) in enumerate(g)],
+                                [("database", "string"), ("table", "string"), (TABLE, "int"), ("__lo", "long"),
+                                 ("__hi", "long")])
+            rows = first.write.window.join(F.broadcast(bounds), ["database", "table"]).where(
+                "(__lo IS NULL OR commit_ts > __lo) AND (__hi IS NULL OR commit_ts <= __hi)")
+            flat, key_names, vals, has, by = flat_ops(self.proj, first.t, rows, first.cols, group=(TABLE,))
+            flats.append((f"__g{j}:", flat.columns, "__op"))
+            selects.append(flat.select(*[F.col(q(c)).alias(f"__g{j}:{c}") for c in flat.columns]))
+            names.append((key_names, vals, has, by))
+        unread = [(p, tf) for g in groups for p, tf, held in g if held is None]
+        for m, (p, tf) in enumerate(unread):
+            schema = T.StructType.fromJson(json.loads(tf.schema_json))
+            phys = tf.physical() or {}
+            stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable)
+                                   for f in schema.fields])
+            paths = [f"{p.path}/{unquote(rel)}" for rel in tf.files]
+            threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
+            with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):  # no listing job: see `_held`
+                files = spark.read.schema(stored).parquet(*paths)
+            flats.append((f"__h{m}:", schema.fieldNames(), ""))
+            selects.append(files.select(*[F.col(q(phys.get(n, n))).alias(f"__h{m}:{n}") for n in schema.fieldNames()],
+                                        F.lit(True).alias(f"__h{m}:")))
+        both = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), selects)
+        # each select reads every partition of the window (a dozen for a small batch): a task for each of the
+        # cores, not one for each partition of each group
+        got = both.coalesce(max(1, spark.sparkContext.defaultParallelism)).toArrow()
+        out = []
+        for prefix, columns, marker in flats:  # the rows of a select: its marker column is never NULL
+            mine = got.select([f"{prefix}{c}" for c in columns]).rename_columns(columns)
+            if len(selects) > 1:
+                mine = mine.filter(pc.is_valid(got[f"{prefix}{marker}"]))
+            out.append(mine)
+        return out[:len(groups)], names, {p.path: t for (p, _), t in zip(unread, out[len(groups):], strict=True)}
+
     def _shape(self, p: Planned) -> tuple[Any, ...] | None:
         """What must be equal for tables to share one job: columns, key, and how images are typed."""
         if not p.write.shared or any(ch in p.path for ch in _GLOB):
@@ -143,21 +251,11 @@ class MultiWriter:
         parts: list[pa.Table] = []
         # column mapping (a table of its own: its physical names are its own): the files hold physical names
         phys = group[0][1].physical()  # (a table with column mapping is a group of its own)
-        Added = tuple[list[tuple[str, int, int]], dict[str, str] | None]  # files, and their stats where known
         if driverfiles.small(sum(tf.size for _, tf in group), [p.write.changes for p, _ in group]) \
                 and all(f is not None or self.logs.on_store(p.path) for f, (p, _) in zip(folders, group, strict=True)):
             # the files written by the driver, in place: into the folder, or by one PUT on S3
             parts = driverfiles.split(result.toArrow(), TABLE, len(group))
-            ids = field_ids(group[0][1].schema_json) if phys is not None else {}
-
-            def files_of(i: int, p: Planned) -> Added:
-                rows = driverfiles.physical(parts[i], phys, ids) if phys is not None else parts[i]
-                folder = folders[i]
-                if folder is not None:
-                    return driverfiles.write(rows, folder, new_file_name), None
-                tf = group[i][1]
-                return driverfiles.put(rows, new_file_name, lambda n, d: self.logs.put_file(p.path, n, d),
-                                       tf.schema_json, tf.configuration)
+            files_of = self._driver_files(group, parts)
         else:  # by the job, into staging, then moved into place
             stage = f"{self.lake.staging}/{uuid.uuid4().hex}"
             if phys is not None:
@@ -169,9 +267,36 @@ class MultiWriter:
             else:  # small ones: a file each
                 self.lake.write_staged(result.repartition(TABLE), stage, TABLE)
 
-            def files_of(i: int, p: Planned) -> Added:
+            def files_of(i: int, p: Planned) -> _Added:
                 return self.lake.move_files(stage if len(group) == 1 else f"{stage}/{TABLE}={i}", p.path,
                                             new_file_name), None
+
+        self._commit(group, parts, stage, files_of, committed, each)
+
+    def _driver_files(self, group: list[tuple[Planned, TableFiles]], parts: list[pa.Table]
+                      ) -> Callable[[int, Planned], _Added]:
+        """How the driver writes each table's rows (`parts`, in the group's order) in place: into its folder, or by
+        one PUT on S3; under their physical names where the table has column mapping."""
+        phys = group[0][1].physical()  # (a table with column mapping is a group of its own)
+        ids = field_ids(group[0][1].schema_json) if phys is not None else {}
+
+        def files_of(i: int, p: Planned) -> _Added:
+            rows = driverfiles.physical(parts[i], phys, ids) if phys is not None else parts[i]
+            folder = self.logs.local(p.path)
+            if folder is not None:
+                return driverfiles.write(rows, folder, new_file_name), None
+            tf = group[i][1]
+            return driverfiles.put(rows, new_file_name, lambda n, d: self.logs.put_file(p.path, n, d),
+                                   tf.schema_json, tf.configuration)
+
+        return files_of
+
+    def _commit(self, group: list[tuple[Planned, TableFiles]], parts: list[pa.Table], stage: str | None,
+                files_of: Callable[[int, Planned], Any], committed: Callable[[str, int], None],
+                each: Callable[[Callable[[Any], Any], list[Any]], Any]) -> None:
+        """Each table's commit of the files `files_of` gives (its rows kept when the driver wrote them: no
+        `stage`), then `committed(path, version)`; the staging folder removed after."""
+        folders = [self.logs.local(p.path) for p, _ in group]
 
         def commit(item: tuple[int, tuple[Planned, TableFiles]]) -> None:
             i, (p, tf) = item
@@ -186,7 +311,7 @@ class MultiWriter:
             items = list(enumerate(group))
             local = len(items) > 1 and all(f is not None and self.logs.appends(p.path) for f, (p, _) in
                                            zip(folders, group, strict=True))
-            if local and stage is None and phys is None:
+            if local and stage is None and group[0][1].physical() is None:  # (column mapping: `files_of` names)
                 self._commit_local(group, parts, cast("list[str]", folders), committed)
             elif local:
                 # a local lake's tables committed by delta-rs or as log files: no py4j call, and each commit waits
@@ -252,6 +377,17 @@ class MultiWriter:
                 .join(F.broadcast(which), "__f")
                 .select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields], TABLE))
         return read if known is None else read.unionByName(known)
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(schema_json: str) -> list[str]:
+    return [f["name"] for f in json.loads(schema_json)["fields"]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _not_null(schema_json: str) -> frozenset[str]:
+    """The table's NOT NULL columns (Spark's job raises its error for a NULL there: `_join_columns`)."""
+    return frozenset(f["name"] for f in json.loads(schema_json)["fields"] if not f.get("nullable", True))
 
 
 def _join_columns(schema: T.StructType, keys: list[str], key_names: list[str], cols: list[str], vals: list[str],

@@ -29,16 +29,25 @@ def last_ops(proj: Projection, t: TableInfo, rows: DataFrame, cols: list[str],
     exploded per change: the same operations and order, with the key typed before rows are grouped by it.
     Measured apart it was not faster than the exploded form (the cost is reading the cached maps, typing
     values and sorting per key)."""
-    cols_w, cols_g, key_names, vals, has, by, cols_l = proj.memo(
+    flat, key_names, vals, has, by = flat_ops(proj, t, rows, cols, group)
+    cols_l = proj.memo(t, cols, lambda: _op_columns(proj, t, cols, group, rows.sparkSession), "last_ops", group)[-1]
+    w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
+    last = select(flat.withColumn("__n", F.row_number().over(w)).where("__n = 1"), cols_l)
+    return last, key_names, vals, has
+
+
+def flat_ops(proj: Projection, t: TableInfo, rows: DataFrame, cols: list[str], group: tuple[str, ...] = ()
+             ) -> tuple[DataFrame, list[str], list[str], list[str], list[str]]:
+    """Every change as its keyed operations (`last_ops` before its window): the `group` columns, the ordering
+    columns (`by`, in the order they sort), `__op`, the typed key, values and `__h*`. `drivermerge` takes each
+    key's last one on the driver from these."""
+    cols_w, cols_g, key_names, vals, has, by, _ = proj.memo(
         t, cols, lambda: _op_columns(proj, t, cols, group, rows.sparkSession), "last_ops", group)
     writes = select(rows.where("kind <> 'delete'"), cols_w)
     # a delete, and an UPDATE that changes the key (its old key goes; within a commit ts before the writes)
     gone = select(rows.where(f"kind = 'delete' OR (kind = 'update' AND before IS NOT NULL AND "
                              f"({key_changed(proj.keys(t))}))"), cols_g)
-    flat = writes.unionByName(gone, allowMissingColumns=False)
-    w = Window.partitionBy(*group, *key_names).orderBy(*[F.col(n).desc() for n in by])
-    last = select(flat.withColumn("__n", F.row_number().over(w)).where("__n = 1"), cols_l)
-    return last, key_names, vals, has
+    return writes.unionByName(gone, allowMissingColumns=False), key_names, vals, has, by
 
 
 def _op_columns(proj: Projection, t: TableInfo, cols: list[str], group: tuple[str, ...], spark: Any

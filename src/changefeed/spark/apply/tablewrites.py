@@ -48,6 +48,8 @@ class TableWriters:
         old or its new version."""
         planned = [p for p in self._each(self._plan, work) if p is not None]
         groups, rest = self.multi.groups(planned)
+        # tables whose rows the driver holds: merged there, after one job for all of them
+        groups = self.multi.write_on_driver(groups, self.store.committed, self._each)
         for g in groups:
             self.multi.write(g, self.store.committed, self._each)
         self._each(self._merge, rest)

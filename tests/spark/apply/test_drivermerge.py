@@ -1,0 +1,113 @@
+"""A small table's window merged on the driver (`drivermerge`), checked without Spark against a plain-Python model
+of what `multiwrite`'s job computes (`scd1.last_ops`' window, then `_join_columns`' full outer join): the last
+operation per key by the ordering columns each descending with NULLs last, a nullable key's NULL matching NULL,
+a column the image lacks keeping the held value; and None wherever Spark would differ or fail."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import pyarrow as pa
+
+from changefeed.spark.apply import drivermerge
+
+KEYS = ["id", "tag"]
+KEY_NAMES = ["__k0", "__k1"]
+COLS = ["id", "tag", "name", "amount"]
+VALS = ["__v0", "__v1", "__v2", "__v3"]
+HAS = ["__h0", "__h1", "__h2", "__h3"]
+BY = ["commit_ts", "__r", "offset"]
+HELD = pa.schema([pa.field("id", pa.int64(), False), pa.field("tag", pa.string()), pa.field("name", pa.string()),
+                  pa.field("amount", pa.decimal128(12, 2)), pa.field("extra", pa.int32())])
+OPS = pa.schema([pa.field("commit_ts", pa.int64()), pa.field("__r", pa.int32()), pa.field("offset", pa.int64()),
+                 pa.field("__op", pa.string()), pa.field("__k0", pa.int64()), pa.field("__k1", pa.string()),
+                 *[pa.field(v, t) for v, t in zip(VALS, [pa.int64(), pa.string(), pa.string(), pa.decimal128(12, 2)],
+                                                  strict=True)],
+                 *[pa.field(h, pa.bool_()) for h in HAS]])
+
+
+def _model(held: list[dict], ops: list[dict]) -> list[tuple]:
+    """The Spark job's rows, computed the plain way: per key, the operation greatest by `BY` (NULL below every
+    value: DESC NULLS LAST), then held rows joined to it by key, NULL equal to NULL."""
+    def rank(o: dict) -> tuple:
+        return tuple((0, 0) if o[c] is None else (1, o[c]) for c in BY)
+
+    last: dict[tuple, dict] = {}
+    for o in ops:
+        k = (o["__k0"], o["__k1"])
+        if k not in last or rank(o) > rank(last[k]):
+            last[k] = o
+    out = []
+    for r in held:
+        o = last.get((r["id"], r["tag"]))
+        if o is None:
+            out.append(r)
+        elif o["__op"] == "U":
+            out.append({**r, **{c: o[v] for c, v, h in zip(COLS, VALS, HAS, strict=True) if o[h] and c not in KEYS}})
+    held_keys = {(r["id"], r["tag"]) for r in held}
+    for k, o in last.items():
+        if k not in held_keys and o["__op"] == "U":
+            out.append({"id": k[0], "tag": k[1], "extra": None,
+                        **{c: (o[v] if o[h] else None) for c, v, h in zip(COLS[2:], VALS[2:], HAS[2:], strict=True)}})
+    return sorted((tuple(r[f] for f in HELD.names) for r in out), key=repr)
+
+
+def _rows(t: pa.Table) -> list[tuple]:
+    return sorted((tuple(r[f] for f in HELD.names) for r in t.to_pylist()), key=repr)
+
+
+def _case(rng: random.Random) -> tuple[list[dict], list[dict]]:
+    tags = [None, "a", "b"]
+    held = [{"id": i, "tag": tag, "name": f"n{i}", "amount": Decimal(f"{i}.25"), "extra": i * 7}
+            for i in range(12) for tag in tags if rng.random() < 0.6]
+    ops = []
+    for n in range(rng.randint(0, 40)):
+        ts = rng.choice([None, *range(1, 6)])  # ties decided by __r, then the place
+        op = rng.choice("UUD")
+        ops.append({"commit_ts": ts, "__r": 1 if op == "U" else rng.choice([0, 1]), "offset": n,
+                    "__op": op, "__k0": rng.randrange(15), "__k1": rng.choice(tags),
+                    "__v0": None, "__v1": None, "__v2": f"m{n}" if rng.random() < 0.8 else None,
+                    "__v3": Decimal(f"{n}.50") if op == "U" else None,
+                    "__h0": op == "U", "__h1": op == "U", "__h2": op == "U" and rng.random() < 0.7,
+                    "__h3": op == "U" and rng.random() < 0.7 if n % 9 else None})
+    return held, ops
+
+
+def _merge(held: list[dict], ops: list[dict]) -> pa.Table | None:
+    h = pa.Table.from_pylist(held, schema=HELD)
+    last = drivermerge.last_per_key(pa.Table.from_pylist(ops, schema=OPS), KEY_NAMES, BY)
+    assert last is not None
+    return drivermerge.apply(h, last, KEYS, KEY_NAMES, COLS, VALS, HAS)
+
+
+def test_the_driver_merges_a_window_as_the_spark_job_does() -> None:
+    for seed in range(24):
+        held, ops = _case(random.Random(seed))
+        for o in ops:  # the column is NOT NULL in the table (its job raises for a NULL id): written ids are set
+            o["__v0"] = o["__k0"]
+            o["__v1"] = o["__k1"]
+        got = _merge(held, ops)
+        assert got is not None and got.schema == HELD, seed
+        assert _rows(got) == _model(held, ops), seed
+
+
+def test_what_spark_would_do_otherwise_is_left_to_its_job() -> None:
+    held = [{"id": 1, "tag": "a", "name": "x", "amount": Decimal("1.00"), "extra": 1}]
+    new = {"commit_ts": 5, "__r": 1, "offset": 0, "__op": "U", "__k0": None, "__k1": "b", "__v0": None,
+           "__v1": "b", "__v2": "y", "__v3": None, "__h0": True, "__h1": True, "__h2": True, "__h3": False}
+    assert _merge(held, [new]) is None  # NULL in the NOT NULL id: Spark's job raises its error
+    assert _merge(held, [{**new, "__k0": 2}]) is not None
+    # the table's NOT NULL column, whatever the held rows' Arrow schema says (Spark's toArrow may call it nullable)
+    h = pa.Table.from_pylist(held, schema=HELD)
+    last = drivermerge.last_per_key(pa.Table.from_pylist([{**new, "__k0": 2, "__v2": None}], schema=OPS), KEY_NAMES, BY)
+    assert last is not None
+    assert drivermerge.apply(h, last, KEYS, KEY_NAMES, COLS, VALS, HAS, frozenset({"name"})) is None
+    assert drivermerge.apply(h, last, KEYS, KEY_NAMES, COLS, VALS, HAS, frozenset({"tag"})) is not None
+    # a value typed other than the table's file (Spark's cast would decide), a floating key or ordering column
+    h = pa.Table.from_pylist(held, schema=HELD)
+    ops = pa.Table.from_pylist([{**new, "__k0": 2}], schema=OPS)
+    wider = ops.set_column(ops.schema.get_field_index("__v3"), "__v3", ops["__v3"].cast(pa.decimal128(20, 2)))
+    assert drivermerge.apply(h, wider, KEYS, KEY_NAMES, COLS, VALS, HAS) is None
+    floating = ops.set_column(ops.schema.get_field_index("offset"), "offset", ops["offset"].cast(pa.float64()))
+    assert drivermerge.last_per_key(floating, KEY_NAMES, BY) is None
