@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,16 +64,17 @@ def physical(rows: pa.Table, names: dict[str, str], ids: dict[str, int]) -> pa.T
     return pa.Table.from_arrays(rows.columns, schema=pa.schema(fields))
 
 
-def write(rows: pa.Table, folder: str, name: Callable[[], str]) -> list[tuple[str, int, int]]:
+def write(rows: pa.Table, folder: str, name: Callable[[], str], footers: list[Any] | None = None
+          ) -> list[tuple[str, int, int]]:
     """A table's rows as one Parquet file in its folder, compressed as Spark's are (snappy): the files written
-    (name, size, modification time in ms; none for no rows)."""
+    (name, size, modification time in ms; none for no rows); the footer written appended to `footers`."""
     import pyarrow.parquet as pq
 
     if rows.num_rows == 0:
         return []
     file = name()
     target = os.path.join(folder, file)
-    pq.write_table(rows, target, compression="snappy")
+    pq.write_table(rows, target, compression="snappy", metadata_collector=footers)
     st = os.stat(target)
     return [(file, st.st_size, int(st.st_mtime * 1000))]
 
@@ -82,18 +83,11 @@ def write_with_stats(rows: pa.Table, folder: str, name: Callable[[], str], schem
                      configuration: dict[str, str]) -> tuple[list[tuple[str, int, int]], dict[str, str]]:
     """`write`, and the file's `stats` from the footer the writer made (`filestats.of_metadata`): not read back from
     the file (a database's first micro-batch writes a file for each of its tables)."""
-    import pyarrow.parquet as pq
-
     from .filestats import of_metadata
 
-    if rows.num_rows == 0:
-        return [], {}
-    file = name()
-    target = os.path.join(folder, file)
-    footers: list[pq.FileMetaData] = []
-    pq.write_table(rows, target, compression="snappy", metadata_collector=footers)
-    st = os.stat(target)
-    return [(file, st.st_size, int(st.st_mtime * 1000))], {file: of_metadata(footers[0], schema_json, configuration)}
+    footers: list[Any] = []
+    added = write(rows, folder, name, footers)
+    return added, {file: of_metadata(footers[0], schema_json, configuration) for file, _, _ in added}
 
 
 def put(rows: pa.Table, name: Callable[[], str], put_file: Callable[[str, bytes], None], schema_json: str,

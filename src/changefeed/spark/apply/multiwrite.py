@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -195,12 +195,8 @@ class MultiWriter:
         for m, (p, tf) in enumerate(unread):
             schema = T.StructType.fromJson(json.loads(tf.schema_json))
             phys = tf.physical() or {}
-            stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable)
-                                   for f in schema.fields])
-            paths = [f"{p.path}/{unquote(rel)}" for rel in tf.files]
-            threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
-            with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):  # no listing job: see `_held`
-                files = spark.read.schema(stored).parquet(*paths)
+            stored = _stored(schema, phys)
+            files = self._read_files([f"{p.path}/{unquote(rel)}" for rel in tf.files], stored)
             flats.append((f"__h{m}:", schema.fieldNames(), ""))
             selects.append(files.select(*[F.col(q(phys.get(n, n))).alias(f"__h{m}:{n}") for n in schema.fieldNames()],
                                         F.lit(True).alias(f"__h{m}:")))
@@ -283,9 +279,9 @@ class MultiWriter:
         def files_of(i: int, p: Planned) -> _Added:
             rows = driverfiles.physical(parts[i], phys, ids) if phys is not None else parts[i]
             folder = self.logs.local(p.path)
-            if folder is not None:
-                return driverfiles.write(rows, folder, new_file_name), None
             tf = group[i][1]
+            if folder is not None:
+                return driverfiles.write_with_stats(rows, folder, new_file_name, tf.schema_json, tf.configuration)
             return driverfiles.put(rows, new_file_name, lambda n, d: self.logs.put_file(p.path, n, d),
                                    tf.schema_json, tf.configuration)
 
@@ -311,8 +307,8 @@ class MultiWriter:
             items = list(enumerate(group))
             local = len(items) > 1 and all(f is not None and self.logs.appends(p.path) for f, (p, _) in
                                            zip(folders, group, strict=True))
-            if local and stage is None and group[0][1].physical() is None:  # (column mapping: `files_of` names)
-                self._commit_local(group, parts, cast("list[str]", folders), committed)
+            if local and stage is None:
+                self._commit_local(group, parts, files_of, committed)
             elif local:
                 # a local lake's tables committed by delta-rs or as log files: no py4j call, and each commit waits
                 # for the disk (its log file flushed): many at once, the journal flushes them together (a database's
@@ -326,20 +322,28 @@ class MultiWriter:
             if stage is not None:
                 self.lake.remove_own(stage)
 
-    def _commit_local(self, group: list[tuple[Planned, TableFiles]], parts: list[pa.Table], folders: list[str],
-                      committed: Callable[[str, int], None]) -> None:
-        """A local group's tables written by the driver: each table's file written here (its stats from the footer
-        just written, not read back), then their commits made together (`DeltaLogs.commit_all`: the log files made
-        durable at once). A database's first micro-batch commits 1,000 tables: a thread per commit, each reading
-        its file's footer back, took ~1.4 ms of the driver's CPU a table (bench/RESULTS.md)."""
+    def _commit_local(self, group: list[tuple[Planned, TableFiles]], parts: list[pa.Table],
+                      files_of: Callable[[int, Planned], _Added], committed: Callable[[str, int], None]) -> None:
+        """A local group's tables written by the driver: each table's file written (`files_of`: its stats from the
+        footer just written), then their commits made together (`DeltaLogs.commit_all`: the log files made durable
+        at once). A database's first micro-batch commits 1,000 tables: a thread per commit, each reading its file's
+        footer back, took ~1.4 ms of the driver's CPU a table (bench/RESULTS.md)."""
         todo = []
-        for (p, tf), rows, folder in zip(group, parts, folders, strict=True):
+        for i, (p, tf) in enumerate(group):
             self.kept.forget(p.path)
-            added, stats = driverfiles.write_with_stats(rows, folder, new_file_name, tf.schema_json, tf.configuration)
+            added, stats = files_of(i, p)
             todo.append((p.path, tf, added, p.write.version, self.lake.app_id, stats))
         for (p, _), rows, now in zip(group, parts, self.logs.commit_all(todo), strict=True):
             self.kept.put(p.path, now.version, now.files, rows)  # its rows, for its next rewrite
             committed(p.path, p.write.version)
+
+    def _read_files(self, paths: list[str], stored: T.StructType) -> DataFrame:
+        """Parquet files by their paths: the files are known, so their statuses are read on the driver, not by a
+        listing job (Spark starts one for more than 32 paths)."""
+        spark = self.lake.spark
+        threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
+        with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):
+            return spark.read.schema(stored).parquet(*paths)
 
     def _held(self, group: list[tuple[Planned, TableFiles]], schema: T.StructType) -> DataFrame:
         """The rows the group's tables hold now, each with its table's index: those the driver wrote last where
@@ -365,18 +369,18 @@ class MultiWriter:
         if not paths:
             return known if known is not None else spark.createDataFrame([], with_t)
         which = local_rows(spark, names, [("__f", "string"), (TABLE, "int")])
-        # the files are known: their statuses read on the driver, not by a listing job (Spark starts one for
-        # more than 32 paths)
-        threshold = max(len(paths) + 1, int(spark.conf.get(LISTING_THRESHOLD) or 32))
         # column mapping: the files name the columns by their physical names (a table of its own: see `write`)
         phys = group[0][1].physical() or {}
-        stored = T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
-        with self.lake.session_conf(LISTING_THRESHOLD, str(threshold)):
-            files = spark.read.schema(stored).parquet(*paths)
+        files = self._read_files(paths, _stored(schema, phys))
         read = (files.select("*", F.col("_metadata.file_name").alias("__f"))
                 .join(F.broadcast(which), "__f")
                 .select(*[F.col(q(phys.get(f.name, f.name))).alias(f.name) for f in schema.fields], TABLE))
         return read if known is None else read.unionByName(known)
+
+
+def _stored(schema: T.StructType, phys: dict[str, str]) -> T.StructType:
+    """A table's schema as its files name the columns (their physical names, where the table has column mapping)."""
+    return T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
 
 
 @functools.lru_cache(maxsize=1024)
