@@ -76,15 +76,18 @@ def test_a_rewrite_over_a_version_another_writer_moved_on_from_is_refused(tmp_pa
     assert _rows(path) == [(1, "mine"), (9, "theirs")]
 
 
-def test_a_checkpoint_follows_at_the_tables_interval(tmp_path: Path) -> None:
+def test_a_checkpoint_follows_at_the_tables_interval_off_the_commits_path(tmp_path: Path) -> None:
     log, path = RustLog(), tmp_path / "t"
-    log.create(str(path), SCHEMA, {"delta.checkpointInterval": "2"})
-    for i in range(3):
+    log.create(str(path), SCHEMA, {"delta.checkpointInterval": "3"})
+    for i in range(8):
         added = _file(path, f"part-0000{i}-x-c000.snappy.parquet", [(i, str(i))])
         log.commit(str(path), log.read(str(path), None), [added], i, "app")
-    names = os.listdir(path / "_delta_log")
-    assert f"{2:020d}.checkpoint.parquet" in names and f"{1:020d}.checkpoint.parquet" not in names
-    assert _rows(path) == [(2, "2")]
+    log.settle()
+    made = sorted(int(n[:20]) for n in os.listdir(path / "_delta_log") if n.endswith(".checkpoint.parquet"))
+    # the first no later than Delta's rule would make it, then one every interval
+    gaps = [b - a for a, b in zip(made, made[1:], strict=False)]
+    assert made and made[0] <= 3 and made[-1] > 8 - 3 and set(gaps) <= {3}, made
+    assert _rows(path) == [(7, "7")] and DeltaTable(str(path)).version() == 8
 
 
 def test_names_a_uri_would_escape_go_through_delta_rs(tmp_path: Path) -> None:
@@ -236,6 +239,7 @@ def test_many_tables_created_then_rewritten_at_once_read_back_and_what_another_w
         assert dt.version() == 1 and dt.transaction_version("app") == 10 + i and _rows(Path(paths[i])) == [(i, f"n{i}")]
         assert dt.history()[0]["operationParameters"]["mode"] == "Overwrite"
         assert not [n for n in os.listdir(Path(paths[i]) / "_delta_log") if n.endswith(".tmp")]
+    log.settle()
     assert f"{1:020d}.checkpoint.parquet" in os.listdir(Path(paths[3]) / "_delta_log")  # at its interval
     assert _rows(Path(paths[1])) == [(9, "theirs")] and DeltaTable(paths[1]).transaction_version("app") is None
     # a later commit of a table committed at once notices when its file was replaced (it is noted as ours)

@@ -52,6 +52,7 @@ def test_the_log_is_checkpointed_every_10_commits_and_expired_files_go_unless_cl
     for b in range(1, 206):
         for path in (bounded, kept):
             log.append(path, log.read(path, None), [_file(path, [b], b)], b, "app")
+        log.settle()  # (checkpoints are made in the background)
         most = max(most, len(_log_files(bounded)))
     # at most a checkpoint interval of commits beside the last checkpoint (and its pointer)
     assert most <= CHECKPOINT_INTERVAL + 3, sorted(_log_files(bounded))
@@ -79,6 +80,7 @@ def test_hundreds_of_micro_batches_leave_bounded_files_and_every_row(spark, tmp_
         lake.logs.commit(table, lake.logs.files(table), [_file(table, list(range(b)), b)], b, "app")
         lake.committed(table, b)
         upkeep.after_batch(changelog, lake.known_tables())
+        lake.logs.settle()  # (checkpoints are made in the background)
         for what, path in (("changelog", changelog), ("table", table)):
             worst[f"{what} data"] = max(worst[f"{what} data"], len(_data_files(path)))
             worst[f"{what} log"] = max(worst[f"{what} log"], len(_log_files(path)))

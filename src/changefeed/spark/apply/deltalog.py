@@ -205,6 +205,11 @@ class DeltaLogs:
         if self._rs is not None and w is self._rs:
             self._rs.forget(where)
 
+    def settle(self) -> None:
+        """Wait for the Delta checkpoints queued in the background (`checkpoints.py`)."""
+        if self._rs is not None:
+            self._rs.settle()
+
     def commit(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
                app_id: str, stats: dict[str, str] | None = None) -> TableFiles:
         """Replace every file of `before` by `added` (name in the table's folder, size, modification time), as

@@ -317,6 +317,7 @@ class Lake:
         fs, ps = self._fs(src)
         _, pd = self._fs(dst)
         if fs.exists(ps) and not fs.exists(pd):
+            self.logs.forget(src)  # (a checkpoint of it being written waited for)
             if self.names is not None:
                 self.names.moving(self.spark, src)
             fs.mkdirs(pd.getParent())
@@ -336,6 +337,7 @@ class Lake:
         never a folder of the user's that happens to sit at that path."""
         fs, p = self._fs(path)
         if fs.exists(p) and fs.exists(self._fs(f"{path}/_delta_log")[1]):
+            self.logs.forget(path)  # (a checkpoint of it being written waited for)
             if self.names is not None:
                 self.names.dropping(self.spark, path)
             fs.delete(p, True)

@@ -26,6 +26,7 @@ import orjson
 from ...errors import ApplyError
 from ..objectstore import is_s3
 from . import logfile
+from .checkpoints import Checkpointer, due
 from .logstore import LocalFiles, LogFiles
 from .tablefiles import TableFiles, refusal
 
@@ -64,7 +65,8 @@ class RustLog:
         self._follower = ThreadPoolExecutor(1, thread_name_prefix="changefeed-deltars-follow")
         self._interval: dict[str, int] = {}  # a table's checkpoint interval, as last read
         self._cleanup: dict[str, bool] = {}  # whether its expired log files are removed after a checkpoint
-        self._checkpoint: dict[str, int] = {}  # a table's last checkpoint version, as last seen
+        self._checkpoint: dict[str, int] = {}  # a table's last checkpoint version, as last seen (or queued)
+        self._checkpoints = Checkpointer(lambda path: self._checkpoint.pop(path, None))
         # the last commit file linked here per table: (version, inode, size), to notice it replaced
         self._own: dict[str, tuple[int, int, int]] = {}
         self.direct = os.environ.get(DIRECT, "1") != "0"
@@ -102,6 +104,7 @@ class RustLog:
         return dt
 
     def forget(self, path: str) -> None:
+        self._checkpoints.settle(path)  # (before its folder is removed or moved, as after)
         pending = self._following.pop(path, None)
         if pending is not None:
             pending.exception()  # done with it either way: the table is read anew
@@ -359,13 +362,15 @@ class RustLog:
             st = os.stat(_log_file(path, committed))
             self._own[path] = (committed, st.st_ino, st.st_size)
         # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
-        # at which Delta would have made one)
-        if committed - self._last_checkpoint(path) >= self._interval.get(path, CHECKPOINT_INTERVAL):
-            dt = self._table(path)
-            dt.create_checkpoint()
+        # at which Delta would have made one), the first one staggered; made in the background (checkpoints.py)
+        if due(path, committed, self._last_checkpoint(path), self._interval.get(path, CHECKPOINT_INTERVAL)):
+            files = self.files(path)
+            self._checkpoints.submit(path, files.uri(path), files.options, committed, self._cleanup.get(path, True))
             self._checkpoint[path] = committed
-            if self._cleanup.get(path, True):
-                dt.cleanup_metadata()
+
+    def settle(self) -> None:
+        """Wait for the checkpoints queued (a stop, a test reading the log's files)."""
+        self._checkpoints.settle()
 
 
 def _read_last_checkpoint(data: bytes | None) -> int:
