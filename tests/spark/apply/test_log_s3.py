@@ -61,7 +61,7 @@ def test_commits_on_s3_are_conditional_puts_delta_rs_reads_and_a_second_writer_l
     second = _put(files, path, [(2, "B"), (3, "c")], stats)
     assert log.commit(path, before, [second], 9, "app", stats) == 2
     third = _put(files, path, [(4, "d")], stats)
-    assert log.append(path, log.read(path, None), [third], 11, "app", stats) == 3  # a checkpoint at 3
+    assert log.append(path, log.read(path, None), [third], 11, "app", stats) == 3  # a checkpoint by 3
     assert _rows(path, options) == [(2, "B"), (3, "c"), (4, "d")]
     dt = DeltaTable(_uri(path), storage_options=options)
     assert dt.transaction_version("app") == 11 and dt.version() == 3
@@ -73,8 +73,8 @@ def test_commits_on_s3_are_conditional_puts_delta_rs_reads_and_a_second_writer_l
     adds = {a["path"]: a for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist()}
     assert adds[third[0]]["num_records"] == 1 and adds[third[0]]["min.id"] == 4
     assert adds[second[0]]["min.id"] == 2 and adds[second[0]]["max.id"] == 3
-    assert files.exists(f"{path}/_delta_log/{3:020d}.checkpoint.parquet")
-    assert not files.exists(f"{path}/_delta_log/{2:020d}.checkpoint.parquet")
+    log.settle()  # (made in the background; a table's first one up to an interval early: checkpoints.py)
+    assert [files.exists(f"{path}/_delta_log/{v:020d}.checkpoint.parquet") for v in (1, 2, 3)].count(True) == 1
 
     # another writer (delta-rs, its own conditional put) takes version 4 between this one's read and commit
     before = log.read(path, None)
