@@ -1,7 +1,7 @@
 """Kafka (local broker) -> decode -> Delta SCD1 on local[2] (or a cluster), beside two baselines in the same run.
 
     .venv/bin/python bench/spark_pipeline.py [--changes 1000000] [--batches 4] [--brokers HOST:PORT] \
-        [--master spark://127.0.0.1:7077]
+        [--master spark://127.0.0.1:7077] [--jvm-decode]
 
 With --master every pipeline runs on that cluster (e.g. one started by scripts/spark-cluster); the lake is in
 a temporary folder, so the executors must share this machine's file system.
@@ -81,7 +81,7 @@ def ours(spark, brokers: str, topic: str, lake: Path | str, per_batch: int) -> f
 
     t0 = time.perf_counter()
     changes = read_changes(spark, f"kafka://{brokers}/{topic}", "canal-json", {"enable-tidb-extension": "true"},
-                           schema_store=f"{lake}/_schemas", max_records_per_trigger=per_batch)
+                           schema_store=f"{lake}/_schemas", max_records_per_trigger=per_batch, jvm_decode=JVM_DECODE)
 
     def phases(rep) -> None:  # noqa: ANN001 - a BatchReport
         for k, v in rep.phases.items():
@@ -93,6 +93,7 @@ def ours(spark, brokers: str, topic: str, lake: Path | str, per_batch: int) -> f
 
 
 PHASES: dict[str, float] = {}  # where our pipeline's time went, summed over its micro-batches
+JVM_DECODE = False  # --jvm-decode: ours reads canal-json rows with from_json on the JVM (canal_jvm.py)
 WARM_RUNS = 2  # untimed full-size runs of each pipeline before the timed ones
 
 
@@ -235,9 +236,12 @@ def main() -> None:
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
     ap.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     ap.add_argument("--warm-runs", type=int, default=WARM_RUNS, help="untimed runs of each pipeline first")
+    ap.add_argument("--jvm-decode", action="store_true", help="ours decodes rows on the JVM (read_changes' jvm_decode)")
     args = ap.parse_args()
+    global JVM_DECODE
+    JVM_DECODE = args.jvm_decode
     print(f"canal-json from Kafka into Delta (SCD1), {args.changes:,} changes in {args.batches} micro-batches, "
-          f"Spark {args.master}")
+          f"Spark {args.master}" + (", ours decoding on the JVM" if JVM_DECODE else ""))
     print_table(run(args.changes, args.batches, args.brokers, args.master, args.warm_runs))
     print(f"(target: {TARGET_RATIO}x each baseline's rows/s, measured in the same session)")
     print("ours, seconds per step over all micro-batches (mean of its two runs): "
