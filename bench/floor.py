@@ -1,6 +1,6 @@
 """The floor of a small micro-batch: where its seconds go, counted in what does not depend on the machine's load.
 
-    .venv/bin/python bench/floor.py [--chunk 250] [--count 30] [--transactions 6000] [--skip 3] [--batches]
+    .venv/bin/python bench/floor.py [--chunk 250] [--count 30] [--transactions 6000] [--skip 3] [--batches] [--steps]
 
 The main workload (file transport, canal-json, Spark local[2] into Delta, verified at the end) sent in lockstep
 with the consumer: each micro-batch's report writes the next `--chunk` events before Spark reads the source's
@@ -132,8 +132,44 @@ def jvm_threads(pid: int) -> dict[str, float]:
     return out
 
 
+def by_step(sched: Any, me: int) -> tuple[list[dict[str, Any]], Any]:
+    """Each DDL's apply (`DdlApplier.apply`) and each step's table writes (`TableWriters.write`) timed: Spark jobs,
+    CPU seconds of the process tree and wall seconds of each call, in the order made (both run on the stream's
+    thread, one at a time); and a function putting the patches back."""
+    from changefeed.spark.apply.ddl import DdlApplier
+    from changefeed.spark.apply.tablewrites import TableWriters
+
+    steps: list[dict[str, Any]] = []
+    was_apply, was_write = DdlApplier.apply, TableWriters.write
+
+    def timed(what: str, fn: Any) -> Any:
+        j0, c0, t0 = sched.numTotalJobs(), _cpu(tree_cpu(me)), time.monotonic()
+        try:
+            return fn()
+        finally:
+            steps.append({"what": what, "jobs": sched.numTotalJobs() - j0, "cpu": _cpu(tree_cpu(me)) - c0,
+                          "s": time.monotonic() - t0})
+
+    def apply(self: Any, d: Any, version: int) -> None:
+        timed(f"ddl {d.ddl_type} {d.database}.{d.table}", lambda: was_apply(self, d, version))
+
+    def write(self: Any, work: list[Any]) -> Any:
+        names = ",".join(sorted({w.table for w in work}))
+        return timed(f"write {len(work)} [{names}]", lambda: was_write(self, work))
+
+    DdlApplier.apply = apply  # type: ignore[method-assign]
+    TableWriters.write = write  # type: ignore[method-assign]
+
+    def undo() -> None:
+        DdlApplier.apply = was_apply  # type: ignore[method-assign]
+        TableWriters.write = was_write  # type: ignore[method-assign]
+
+    return steps, undo
+
+
 def run(chunk: int, count: int, transactions: int, profile: int = 0,
-        conf: dict[str, str] | None = None, warm: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        conf: dict[str, str] | None = None, warm: bool = False,
+        steps_of: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`count` micro-batches of `chunk` events each, in lockstep: the next chunk is written (and flushed) by the
     previous batch's report, before Spark asks the source for its next offsets, so every batch holds one chunk
     whatever the machine's load. Verified at the end. Returns the batches and the run's totals."""
@@ -164,6 +200,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                 "janino": int(janino.getCount()), "jit_ms": int(mx.getCompilationMXBean().getTotalCompilationTime())}
 
     counter.install()
+    steps, undo = by_step(sched, me) if steps_of else ([], lambda: None)
     starts: dict[int, float] = {}
     original_process = apply_mod.ChangeApplier.process
 
@@ -229,7 +266,9 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                                 "gap": starts.get(rep.batch_id, now) - last["end"],
                                 "cpu": sum(cpu[k] - last["cpu"][k] for k in ("python", "jvm", "workers")),
                                 **{k: counts[k] - last["jvm"][k] for k in counts},
-                                "cpu_by": {k: cpu[k] - last["cpu"].get(k, 0.0) for k in cpu}})
+                                "cpu_by": {k: cpu[k] - last["cpu"].get(k, 0.0) for k in cpu},
+                                "steps": list(steps)})
+                steps.clear()
                 write_chunk()  # before Spark's next trigger reads the offsets: one chunk a batch
                 last.update(jobs=sched.numTotalJobs(), py4j=counter.read(), end=time.monotonic(), cpu=tree_cpu(me),
                             jvm=jvm_counts())
@@ -280,6 +319,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                         print(f"  {c / n:8.1f} {sec / n:7.3f}  {k}")
             return batches, {"batches": len(batches), "seconds": seconds, "events": producer.events, "start": start}
     finally:
+        undo()
         spark.stop()
 
 
@@ -297,6 +337,12 @@ def report(batches: list[dict[str, Any]], totals: dict[str, Any], skip: int, eac
             print(f"{b['id']:>5} {b['rows']:>6} {b['tables']:>4} {b['gap']:>5.2f} "
                   f"{sp.get('triggerExecution', 0) / 1000:>5.2f} {b['seconds']:>5.2f} {b['cpu']:>5.2f} {b['jobs']:>4} "
                   f"{b['py4j']:>5} {b['py4j_s']:>6.2f} {b['classes']:>5} {b['janino']:>4} {b['jit_ms']:>5}  {ph}")
+    if any(b.get("steps") for b in batches):
+        print("each batch's DDL and table writes (Spark jobs, CPU s of the process tree, wall s):")
+        for b in batches:
+            for st in b.get("steps", []):
+                print(f"  batch {b['id']:>3}: {st['jobs']:>3} jobs {st['cpu']:6.2f} CPU-s {st['s']:6.2f} s  "
+                      f"{st['what']}")
     print("  start: " + ", ".join(f"{k} {v:.2f}" for k, v in totals.get("start", {}).items()))
     first = batches[:3]
     print(f"  first {len(first)} batches: CPU {sum(b['cpu'] for b in first):.1f} s, ours "
@@ -344,10 +390,11 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, help="py4j calls by JVM method and by caller, after batch N")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting K=V (as `changefeed run --conf`)")
     ap.add_argument("--warm-up", action="store_true", help="the consumer's warm-up (spark/warmup.py) first")
+    ap.add_argument("--steps", action="store_true", help="each DDL's apply and each step's writes: jobs, CPU s")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}", flush=True)
     batches, totals = run(args.chunk, args.count, args.transactions, args.profile,
-                            dict(c.split("=", 1) for c in args.conf), args.warm_up)
+                            dict(c.split("=", 1) for c in args.conf), args.warm_up, args.steps)
     report(batches, totals, args.skip, args.batches)
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
 

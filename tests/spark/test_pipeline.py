@@ -120,6 +120,22 @@ def test_stream_to_delta_in_order_exactly_once(spark, tmp_path: Path, protocol: 
     consume(spark, live, lake, protocol, options)
     lake_equals(spark, lake, final_state(events))
     assert spark.read.format("delta").load(str(lake / "_changefeed/dead_letters")).count() == 0
+    # the ADD COLUMN ... NOT NULL DEFAULT: one commit by the driver, its schema and the filled rows together
+    # (`ddldriver`), no ALTER and UPDATE of Delta's; the CREATE INDEX after it a commit of the txn alone, the
+    # TRUNCATE one removing every file
+    ops = [(c["commitInfo"]["operation"], c["commitInfo"]["engineInfo"].startswith("changefeed"),
+            "metaData" in c, "add" in c, "remove" in c) for c in _commits(lake / "app" / "orders")]
+    assert ("ADD COLUMNS", True, True, True, True) in ops, ops
+    assert ("SET TRANSACTION", True, False, False, False) in ops and ("DELETE", True, False, False, True) in ops, ops
+    assert not any(op in ("ADD COLUMNS", "UPDATE", "DELETE") for op, mine, *_ in ops if not mine), ops
+
+
+def _commits(table: Path) -> list[dict]:
+    """A table's commits in its log (those still there), each as its actions by kind (the last of each kind)."""
+    out = []
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        out.append({next(iter(a)): next(iter(a.values())) for a in map(orjson.loads, f.read_bytes().splitlines())})
+    return out
 
 
 def test_the_minimal_changelog_holds_what_a_restart_reads(spark, tmp_path: Path) -> None:

@@ -96,6 +96,18 @@ def test_footer_ranges_span_every_row_group_and_follow_deltas_json(tmp_path: Pat
     assert set(named["minValues"]) == {"id", "day"} and set(named["nullCount"]) == {"id", "day"}
 
 
+def test_a_timestamp_at_the_last_microsecond_keeps_no_range_rather_than_failing(tmp_path: Path) -> None:
+    # MySQL's '9999-12-31 23:59:59.999999' (the main workload's boundary values): no millisecond above it
+    last = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+    fields = [("id", "long"), ("seen", "timestamp_ntz")]
+    file = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()),
+                             "seen": pa.array([dt.datetime(2024, 1, 1), last], pa.timestamp("us"))}), file)
+    stats = orjson.loads(filestats.of_file(str(file), _schema(fields), {}))
+    assert stats["maxValues"] == {"id": 2} and "seen" not in stats["minValues"]
+    assert stats["nullCount"] == {"id": 0, "seen": 0}
+
+
 def test_with_column_mapping_stats_are_read_and_keyed_by_physical_names(tmp_path: Path) -> None:
     """Delta keys a column-mapped table's stats by each column's physical name, the name it has in the files."""
     schema = orjson.dumps({"type": "struct", "fields": [

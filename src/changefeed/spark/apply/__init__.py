@@ -16,7 +16,8 @@ batches), `backlog` (the batches holding rows for a later window, and each windo
 which order: the rule within a window), `segments` (a window cut at its DDL), `tablewrites` (a step's table writes and
 DDL), `scd1`/`scd2` (the MERGEs), `multiwrite` (many small tables in one job; `drivermerge`: a small table's merge on
 the driver), `catalog` (table definitions and pending DDL), `ddlplan` (a DDL as values), `ddl` (a DDL applied on
-Delta), `changelog` (each batch's append and cutoff), `state` (what survives a restart, and the progress records),
+Delta; `ddldriver`: one the log expresses alone, committed by the driver), `changelog` (each batch's append and
+cutoff), `state` (what survives a restart, and the progress records),
 `restart` (what a restart reads back), `lake` (Delta and the file system; under it the driver's Delta log writers:
 `deltalog`, `log_rs`, `log_jvm`, `logfile`, `tablefiles`), `params` (a batch's values as data), `options`,
 `projection`, `pycycles` (Python's cycles collected between batches, so that the JVM frees what they used); `names`

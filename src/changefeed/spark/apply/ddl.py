@@ -10,6 +10,7 @@ from ...errors import ApplyError
 from ...model import TableInfo
 from .. import table_features as features
 from ..types import typed
+from .ddldriver import DriverDdl
 from .ddlplan import AddColumn, ChangeType, Ddl, plan_columns
 from .options import DEAD_LETTER_SCHEMA, END_AT, START_AT, q, sql_string
 
@@ -31,6 +32,7 @@ class DdlApplier:
         self.catalog = catalog
         self.proj = projection
         self.upgrades: list[features.Upgrade] = []  # Delta features turned on during this micro-batch
+        self.driver: DriverDdl | None = None  # DDL the driver commits itself (`ddldriver`), set by `tablewrites`
 
     def create(self, t: TableInfo, path: str, version: int | None = None) -> None:
         """The table, unless the lake has it; `version`: created by a DDL, marked applied in the same commit."""
@@ -108,6 +110,8 @@ class DdlApplier:
             return
         if truncates(a):
             if lake.exists(path):
+                if self.driver is not None and self.driver.truncate(path, version):
+                    return
                 if self.o.scd_type == 1:
                     lake.with_txn(version, lambda: lake.sql(f"DELETE FROM delta.`{path}`"), path)
                 else:
@@ -132,8 +136,11 @@ class DdlApplier:
         assert t is not None
         lake = self.lake
         tpath = f"delta.`{path}`"
-        current = {f.name: f for f in lake.read(path).schema.fields if f.name not in (START_AT, END_AT)}
         desired = [f for f in self.proj.schema(t).fields if f.name not in (START_AT, END_AT)]
+        if self.driver is not None and self.driver.reconcile(d, path, version, desired,
+                                                             lambda n, v: self._value(t, n, v)):
+            return
+        current = {f.name: f for f in lake.read(path).schema.fields if f.name not in (START_AT, END_AT)}
         plan = plan_columns(d, current, desired)
         renames, drop = plan.renames, plan.drops
         if (renames or drop) and self.o.table_features == features.MINIMAL:
@@ -175,6 +182,14 @@ class DdlApplier:
 
         expr = typed(F.lit(text), t.by_name[name].type, json_as_variant=self.o.json_as_variant)
         return self._literal(expr)
+
+    def _value(self, t: TableInfo, name: str, text: str) -> Any:
+        """A column's value as Spark types it (the Python value of `_sql_typed`'s literal), from a local relation:
+        Spark folds the projection and collects it without a job."""
+        from pyspark.sql import functions as F
+
+        expr = typed(F.lit(text), t.by_name[name].type, json_as_variant=self.o.json_as_variant)
+        return self.lake.spark.createDataFrame([(1,)], "x int").select(expr.alias("v")).collect()[0]["v"]
 
     def _literal(self, expr: Column) -> str:
         from pyspark.sql import functions as F

@@ -259,6 +259,32 @@ class DeltaLogs:
                 items[i] = (*items[i][:5], w[5])  # (its stats, read once)
         return [tf if tf is not None else self.commit(*items[i]) for i, tf in enumerate(out)]
 
+    def alter(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int, app_id: str,
+              operation: str, schema_json: str | None, *, replace: bool = False,
+              stats: dict[str, str] | None = None) -> TableFiles | None:
+        """A DDL's commit made here (`RustLog.alter`: a local lake's plain table): `schema_json` its new schema (None:
+        unchanged), `added` files added (every file of `before` removed first with `replace`), this consumer's
+        `version`. The table as the log now holds it; None where it is not made so (nothing committed)."""
+        w, where = self._writer(path)
+        if self._rs is None or w is not self._rs or self.local(path) is None:
+            return None
+        try:
+            committed = self._rs.alter(where, before, before.files if replace else {}, added, version, app_id,
+                                       operation, schema_json, stats)
+        except Exception:
+            self.forget(path)
+            raise
+        if committed is None:
+            return None
+        if committed != before.version + 1 or schema_json is not None:
+            self._files.pop(path, None)  # read back from the log: the schema as delta-rs gives it
+            return self.files(path)
+        files = {} if replace else dict(before.files)
+        tf = self._files[path] = TableFiles(committed, before.schema_json,
+                                            {**files, **{quote(n): s for n, s, _ in added}}, before.refused,
+                                            before.configuration)
+        return tf
+
     def put_file(self, path: str, name: str, data: bytes) -> None:
         """A data file of the table at an s3a:// `path` (where `on_store`), written whole by one PUT."""
         store = self._store(path)

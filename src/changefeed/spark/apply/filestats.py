@@ -135,7 +135,10 @@ def _value(t: str, v: Any, scale: int, up: bool) -> Any:
     if t in ("timestamp", "timestamp_ntz"):
         if not isinstance(v, dt.datetime):
             return None  # (an INT96 column's footer holds no usable range)
-        v = _ms(v, up)
+        try:
+            v = _ms(v, up)
+        except OverflowError:  # 9999-12-31 23:59:59.999999 has no millisecond above it: no bound kept
+            return None
         if t == "timestamp":
             v = v.astimezone(dt.UTC) if v.tzinfo is not None else v.replace(tzinfo=dt.UTC)
             return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"

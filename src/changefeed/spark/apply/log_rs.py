@@ -326,6 +326,40 @@ class RustLog:
         self._linked(path, committed, files)
         return committed
 
+    def alter(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
+              version: int, app_id: str, operation: str, schema_json: str | None,
+              stats: dict[str, str] | None = None) -> int | None:
+        """A DDL's commit on top of `before`, written as the log's next file (`logfile.alter`): the table's metaData
+        as delta-rs reads it with `schema_json` for its schema (None: unchanged), `removed` files removed, `added`
+        added, this app's txn `version`. The version committed; None where it is not made so (not a plain table
+        or file names, the log moved past `before`, no links here): nothing was committed, Delta's own DDL does it."""
+        if not self._direct(before, added) or not logfile.plain(removed):
+            return None
+        meta = None
+        if schema_json is not None:
+            dt = self._table(path)
+            if dt.version() != before.version:
+                return None
+            m = dt.metadata()
+            meta = {"id": m.id, "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
+                    "partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
+                    "createdTime": m.created_time}
+            if m.name is not None:
+                meta["name"] = m.name
+            if m.description is not None:
+                meta["description"] = m.description
+        committed = before.version + 1
+        data = logfile.alter(removed, added, app_id, version, int(time.time() * 1000), operation, meta, stats)
+        files = self.files(path)
+        try:
+            if not files.put_if_absent(_log_file(path, committed), data):
+                return None
+        except logfile.NoLinks:
+            self.direct = False  # delta-rs commits from now on
+            return None
+        self._linked(path, committed, files)
+        return committed
+
     def commit_all(self, items: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str,
                                            dict[str, str] | None]]) -> list[int | None]:
         """`commit` of many tables' rewrites (path, before, added, version, app id, stats) in a local folder, their

@@ -81,6 +81,16 @@ def write(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: st
     return _lines(lines)
 
 
+def alter(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: str, version: int, now_ms: int,
+          operation: str, meta: dict[str, Any] | None, stats: dict[str, str] | None = None) -> bytes:
+    """A DDL's commit (`ddldriver`): commitInfo, this app's txn, the table's new metaData action when its schema
+    changes (None: a commit of the txn alone), a remove for each file of `removed`, an add for each of `added`."""
+    lines = [_info(now_ms, operation, {}, False), {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}}]
+    if meta is not None:
+        lines.append({"metaData": meta})
+    return _lines([*lines, *removes(removed, now_ms), *adds(added, stats)])
+
+
 def creation(schema_json: str, configuration: dict[str, str], now_ms: int) -> bytes:
     """Version 0 of a plain table (protocol 1/2), as Delta's CREATE TABLE records it."""
     parameters = {"isManaged": "false", "description": None, "partitionBy": "[]",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from .ddldriver import DriverDdl
 from .multiwrite import MultiWriter, Planned
 from .options import END_AT, START_AT
 from .scd1 import merge_scd1
@@ -39,6 +40,8 @@ class TableWriters:
         self.proj = proj
         self.ddl = ddl
         self.multi = MultiWriter(store, proj, options)
+        # a DDL the driver commits itself keeps the rows it holds for the table's next rewrite (`ddldriver`)
+        ddl.driver = DriverDdl(store, self.multi.kept, options.scd_type)
         self._pool: ThreadPoolExecutor | None = None
 
     def write(self, work: list[TableWrite]) -> list[tuple[str, str]]:
