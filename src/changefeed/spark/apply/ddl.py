@@ -54,6 +54,14 @@ class DdlApplier:
         except Exception:  # noqa: BLE001 - each DDL's own `apply` makes its table again and says why it cannot
             return
 
+    def made(self, d: Ddl, version: int) -> bool:
+        """Whether a CREATE TABLE's table is there at its version already (`create_all` made it): its `apply` would
+        do nothing."""
+        t = d.after
+        if t is None or d.ddl_type != "ActionCreateTable":
+            return False
+        return self.lake.txn_version(self.lake.path(d.database or t.schema, d.table or t.table)) >= version
+
     def apply(self, d: Ddl, version: int) -> None:
         """A DDL applied as the table's commit `version`; a failure stops the consumer, or with
         on_ddl_error=skip is recorded among the dead letters."""
