@@ -247,3 +247,37 @@ def test_many_tables_created_then_rewritten_at_once_read_back_and_what_another_w
     (Path(paths[0]) / "_delta_log" / f"{1:020d}.json").write_bytes(b'{"commitInfo":{}}\n')
     with pytest.raises(ApplyError, match="was replaced"):
         log.read(paths[0], None)
+
+
+def test_tables_made_by_their_first_commit_read_back_and_the_rest_made_on_demand(tmp_path: Path) -> None:
+    """A database's new tables (`defer_many`): version 0 holds the creation and the first rows (Delta's CREATE TABLE
+    AS SELECT), one log file per table; one not committed is made by `materialize`; one another writer made first
+    is refused at its commit (its version 0 stands), and a replay finds each committed table complete."""
+    log = RustLog()
+    paths = [str(tmp_path / f"t{i}") for i in range(4)]
+    conf = [{"changefeed.app.ddlVersion": str(5 + i)} for i in range(4)]
+    befores = log.defer_many([(p, SCHEMA, c) for p, c in zip(paths, conf, strict=True)])
+    assert [b.version for b in befores] == [-1] * 4 and all(b.refused is None and not b.files for b in befores)
+    assert all(log.creating(p) and not os.listdir(Path(p) / "_delta_log") for p in paths)  # nothing written yet
+    assert log.read(paths[0], befores[0]) is befores[0]
+    assert log.txn_version(paths[0], "app", "changefeed.app.ddlVersion") == 5  # the DDL, as its commit will say
+    write_deltalake(paths[3], pa.table({"id": [9], "name": ["theirs"]}, schema=ROWS))  # another writer's, first
+    added = [[_file(Path(p), f"part-00000-{i}-c000.snappy.parquet", [(i, f"n{i}")])] for i, p in enumerate(paths)]
+    got = log.commit_all([(paths[i], befores[i], added[i], 10 + i, "app", None) for i in (0, 1, 3)])
+    assert got == [0, 0, None]
+    for i in (0, 1):
+        dt = DeltaTable(paths[i])
+        assert dt.version() == 0 and _rows(Path(paths[i])) == [(i, f"n{i}")]
+        assert dt.transaction_version("app") == 10 + i and dt.metadata().configuration == conf[i]
+        assert dt.history()[0]["operation"] == "CREATE TABLE AS SELECT"
+        assert os.listdir(Path(paths[i]) / "_delta_log") == [f"{0:020d}.json"]  # one log file
+        assert not log.creating(paths[i]) and log.txn_version(paths[i], "app", "changefeed.app.ddlVersion") == 10 + i
+    with pytest.raises(ApplyError, match="changed the table"):  # its own commit, on top of the other writer's
+        log.commit(paths[3], befores[3], added[3], 13, "app")
+    assert _rows(Path(paths[3])) == [(9, "theirs")] and not log.creating(paths[3])
+    log.materialize()  # t2 took no commit: made as `create_many` makes it
+    dt = DeltaTable(paths[2])
+    assert dt.version() == 0 and dt.metadata().configuration == conf[2] and _rows(Path(paths[2])) == []
+    assert not log.creating(paths[2])
+    log.materialize()  # nothing left: nothing more written
+    assert os.listdir(Path(paths[2]) / "_delta_log") == [f"{0:020d}.json"]

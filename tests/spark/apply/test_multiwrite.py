@@ -123,6 +123,8 @@ def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: P
     staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
     produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
     options = {"enable-tidb-extension": "true"}
+    if committer == "changefeed":
+        _killed_while_creating(spark, staged, live, lake, options, monkeypatch)
     for upto in ({0: 0.4, 1: 0.3, 2: 0.35}, {0: 0.7, 1: 0.8, 2: 0.6}):
         copy_records(staged, live, "t", upto)
         consume(spark, live, lake, "canal-json", options)
@@ -145,6 +147,37 @@ def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: P
         ours = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
         theirs = RsTable(path).to_pyarrow_table().to_pylist()
         assert sorted(tuple(r.values()) for r in theirs) == ours
+
+
+def _killed_while_creating(spark, staged: Path, live: Path, lake: Path, options: dict[str, str], monkeypatch) -> None:
+    """The first micro-batch stopped inside its tables' first commits (each new table's creation and first rows are
+    one commit, `RustLog.defer_many`): half the tables committed, the others neither made nor written. The test's
+    next micro-batch (the restart) must land every table as upstream holds it."""
+    from deltalake import DeltaTable as RsTable
+
+    from changefeed.spark.apply.log_rs import RustLog
+    from changefeed.spark.pipeline import apply_changes, read_changes
+
+    real = RustLog.commit_all
+
+    def half_then_killed(self: RustLog, items: list) -> list:
+        real(self, items[:len(items) // 2])
+        raise RuntimeError("killed before the other tables' commits")
+
+    copy_records(staged, live, "t", {0: 0.4, 1: 0.3, 2: 0.35})
+    monkeypatch.setattr(RustLog, "commit_all", half_then_killed)
+    changes = read_changes(spark, f"file://{live}/t", "canal-json", options, schema_store=str(lake / "_schemas"))
+    q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"))
+    with pytest.raises(Exception, match="killed before"):
+        q.awaitTermination()
+    monkeypatch.setattr(RustLog, "commit_all", real)
+    logs = {t.name: sorted(os.listdir(t / "_delta_log")) for t in (lake / "shop").iterdir()}
+    made = [n for n, files in logs.items() if files]
+    assert 0 < len(made) < len(logs), logs  # some tables made by their first commit, the others not at all
+    for n in made:
+        assert logs[n] == [f"{0:020d}.json"] and RsTable(str(lake / "shop" / n)).history()[0]["operation"] == \
+            "CREATE TABLE AS SELECT"
+    assert not list((lake / "_changefeed" / "progress").glob("batch-*.json"))  # the batch never completed
 
 
 def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark, kafka_broker: str,

@@ -38,10 +38,10 @@ class DdlApplier:
         """The table, unless the lake has it; `version`: created by a DDL, marked applied in the same commit."""
         self.lake.create_table(path, lambda: self.proj.schema(t), version)
 
-    def create_all(self, steps: list[tuple[Ddl, int]]) -> None:
+    def create_all(self, steps: list[tuple[Ddl, int]], *, defer: bool = False) -> None:
         """The new plain tables of a run of CREATE TABLE (each DDL, its version) made at once (`Lake.create_tables`);
         `apply` of each then finds its table made. One that is not made so is left to its `apply` (which makes it,
-        or reports it as that DDL's failure)."""
+        or reports it as that DDL's failure). `defer`: made by their first commit (`Lake.create_tables`)."""
         lake = self.lake
         todo: list[tuple[str, Callable[[], Any], int]] = []
         for d, version in steps:
@@ -52,9 +52,17 @@ class DdlApplier:
             if lake.txn_version(path) < version and not lake.exists(path):
                 todo.append((path, lambda t=t: self.proj.schema(t), version))
         try:
-            lake.create_tables(todo)
+            lake.create_tables(todo, defer=defer)
         except Exception:  # noqa: BLE001 - each DDL's own `apply` makes its table again and says why it cannot
             return
+
+    def made(self, d: Ddl, version: int) -> bool:
+        """Whether a CREATE TABLE's table is there at its version already (`create_all` made it): its `apply` would
+        do nothing."""
+        t = d.after
+        if t is None or d.ddl_type != "ActionCreateTable":
+            return False
+        return self.lake.txn_version(self.lake.path(d.database or t.schema, d.table or t.table)) >= version
 
     def apply(self, d: Ddl, version: int) -> None:
         """A DDL applied as the table's commit `version`; a failure stops the consumer, or with

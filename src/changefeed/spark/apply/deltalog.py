@@ -48,6 +48,7 @@ class LogWriter(Protocol):
                app_id: str, stats: dict[str, str] | None = None) -> int: ...
 
 
+@functools.lru_cache(maxsize=1 << 15)  # asked ~14 times a table in a window over many tables
 def local_folder(path: str, default_fs: str = "file:///") -> str | None:
     """The local folder of a lake path (a file: URI, or a path without a scheme while Hadoop's default file
     system is the local one), None on any other file system."""
@@ -151,16 +152,26 @@ class DeltaLogs:
             self._files[path] = self._rs.created(schema_json, configuration)
         return made
 
-    def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
+    def create_many(self, tables: list[tuple[str, str, dict[str, str]]], *, defer: bool = False) -> list[bool]:
         """`create` of many tables (path, schema, properties): those delta-rs commits, at once (`RustLog.create_many`:
-        a database's first micro-batch creates its tables), the others one by one."""
+        a database's first micro-batch creates its tables), the others one by one. `defer`: those in a local folder
+        whose commits are written here are made by their first commit instead (`RustLog.defer_many`; `materialize`
+        makes the others)."""
         out = [False] * len(tables)
         rs: list[int] = []
+        deferred: list[int] = []
         for i, (path, schema_json, configuration) in enumerate(tables):
             if self._rs is not None and self._writer(path)[0] is self._rs:
-                rs.append(i)
+                (deferred if defer and self._rs.direct and self.local(path) is not None else rs).append(i)
             else:
                 out[i] = self.create(path, schema_json, configuration)
+        if deferred and self._rs is not None:
+            for i in deferred:
+                self.forget(tables[i][0])
+            got = self._rs.defer_many([(self._writer(tables[i][0])[1], tables[i][1], tables[i][2]) for i in deferred])
+            for i, tf in zip(deferred, got, strict=True):
+                self._files[tables[i][0]] = tf
+                out[i] = True
         if rs and self._rs is not None:
             wheres = []
             for i in rs:
@@ -171,6 +182,24 @@ class DeltaLogs:
                 if made and self._rs.direct:
                     self._files[tables[i][0]] = self._rs.created(tables[i][1], tables[i][2])
         return out
+
+    def materialize(self, paths: list[str] | None = None) -> None:
+        """The tables of `paths` (None: all) whose creation waits for their first commit (`create_many(defer=True)`)
+        made now: before anything but that commit reads or changes them (a MERGE, a DDL, Spark's reads)."""
+        if self._rs is None:
+            return
+        if paths is None:
+            self._rs.materialize()
+            return
+        wheres = [w for w, writer in ((self._writer(p)[1], self._writer(p)[0]) for p in paths) if writer is self._rs]
+        self._rs.materialize(wheres)
+
+    def creating(self, path: str) -> bool:
+        """Whether the table at `path` waits for its first commit to be made (`create_many(defer=True)`)."""
+        if self._rs is None:
+            return False
+        w, where = self._writer(path)
+        return w is self._rs and self._rs.creating(where)
 
     def appends(self, path: str) -> bool:
         """Whether this table's appends are committed here (by delta-rs, on a local lake)."""

@@ -234,11 +234,14 @@ class Lake:
         if version is not None:
             self.committed(path, version)
 
-    def create_tables(self, tables: list[tuple[str, Callable[[], Any], int]]) -> None:
+    def create_tables(self, tables: list[tuple[str, Callable[[], Any], int]], *, defer: bool = False) -> None:
         """The plain new tables among (path, schema_of, version) made at once as `create_table` makes each
         (`logs.create_many`: a database's first micro-batch creates its tables, each first log file waiting for
         the disk took ~6 ms one after another); the others are left to `create_table` (Delta's CREATE TABLE,
-        which the caller's writer threads run side by side)."""
+        which the caller's writer threads run side by side). `defer`: a local lake's tables are made by their
+        first commit, the creation and the first rows in one log file (`DeltaLogs.create_many`); the caller runs
+        `materialize` before anything else reads or changes them (not with a catalog naming the tables: it is
+        told of each table as it is made)."""
         plain: list[tuple[str, Any, int]] = []
         for path, schema_of, version in tables:
             if path in self._tables or self.exists(path):
@@ -246,7 +249,8 @@ class Lake:
             schema = schema_of()
             if not features.creation_properties(schema.fieldNames()) and all(_plain(f.dataType) for f in schema.fields):
                 plain.append((path, schema, version))
-        made = self.logs.create_many([(p, sc.json(), {self.ddl_property: str(v)}) for p, sc, v in plain])
+        made = self.logs.create_many([(p, sc.json(), {self.ddl_property: str(v)}) for p, sc, v in plain],
+                                     defer=defer and self.names is None)
         for (path, schema, version), ok in zip(plain, made, strict=True):
             if not ok:  # another writer made it meanwhile: as `create_table` finds it
                 self.create_table(path, lambda sc=schema: sc, version)
@@ -255,6 +259,10 @@ class Lake:
             if self.names is not None:
                 self.names.created(self.spark, path)
             self.committed(path, version)
+
+    def materialize(self, paths: list[str] | None = None) -> None:
+        """The tables (of `paths`; None: all) `create_tables(defer=True)` left to their first commit, made now."""
+        self.logs.materialize(paths)
 
     def create_log(self, path: str, schema: Any, stats: str, properties: dict[str, str] | None = None) -> None:
         """An append-only table of the consumer's, with file statistics only on the columns its readers filter

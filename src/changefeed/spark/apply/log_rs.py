@@ -69,6 +69,8 @@ class RustLog:
         self._checkpoints = Checkpointer(lambda path: self._checkpoint.pop(path, None))
         # the last commit file linked here per table: (version, inode, size), to notice it replaced
         self._own: dict[str, tuple[int, int, int]] = {}
+        # a new table whose creation waits for its first commit (`defer_many`): its schema and properties
+        self._creating: dict[str, tuple[str, dict[str, str]]] = {}
         self.direct = os.environ.get(DIRECT, "1") != "0"
 
     def files(self, path: str) -> LogFiles:
@@ -112,12 +114,14 @@ class RustLog:
             self._open.pop(path, None)
         self._checkpoint.pop(path, None)
         self._own.pop(path, None)
+        self._creating.pop(path, None)
 
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
         self._check_own(path)
         if kept is not None and not self.files(path).exists(_log_file(path, kept.version + 1)):
             return kept
+        self._creating.pop(path, None)  # another writer made the table first: its version 0 stands
         dt = self._table(path)
         p = dt.protocol()
         protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
@@ -139,20 +143,56 @@ class RustLog:
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """This app's txnVersion, or the DDL version in table property `prop`, whichever is higher."""
+        creating = self._creating.get(path)
+        if creating is not None:  # made by its first commit, still to come
+            return int(creating[1].get(prop, -1))
         dt = self._table(path)
         txn = dt.transaction_version(app_id)
         ddl = dt.metadata().configuration.get(prop)
         return max(-1 if txn is None else int(txn), -1 if ddl is None else int(ddl))
 
-    def created(self, schema_json: str, configuration: dict[str, str]) -> TableFiles:
+    def created(self, schema_json: str, configuration: dict[str, str], version: int = 0) -> TableFiles:
         """The files of a table `create` has just made as the log's first file (`direct`): what reading its log
         back would give (the schema as delta-rs writes it), without opening it (a database's first micro-batch
-        creates its tables: each opened after took ~0.5 ms and ~50 KB of the driver's memory)."""
+        creates its tables: each opened after took ~0.5 ms and ~50 KB of the driver's memory). `version` -1: a
+        table `defer_many` will make with its first commit."""
         from deltalake import Schema
 
         schema = Schema.from_json(schema_json).to_json()
         meta = {"partitionColumns": [], "configuration": configuration, "schemaString": schema}
-        return TableFiles(0, schema, {}, refusal(logfile.PLAIN_PROTOCOL["protocol"], meta, []), dict(configuration))
+        return TableFiles(version, schema, {}, refusal(logfile.PLAIN_PROTOCOL["protocol"], meta, []),
+                          dict(configuration))
+
+    def defer_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[TableFiles]:
+        """Plain new tables (path, schema, properties) in local folders whose creation is made by their first
+        commit (`_put`, `commit_all`: version 0 holds the creation and the first rows, as Delta's CREATE TABLE AS
+        SELECT writes it): their folders made, their files as `created` gives them at version -1. What is not
+        committed so is made by `materialize`, which the caller runs before anything else reads these tables."""
+        out = []
+        for path, schema_json, configuration in tables:
+            LOCAL.prepare(path)
+            self._creating[path] = (schema_json, dict(configuration))
+            out.append(self.created(schema_json, configuration, -1))
+        return out
+
+    def creating(self, path: str) -> bool:
+        """Whether the table at `path` waits for its first commit to be made (`defer_many`)."""
+        return path in self._creating
+
+    def materialize(self, paths: list[str] | None = None) -> None:
+        """The tables of `paths` (None: all) still waiting for their first commit made as `create_many` makes
+        them (a table another writer made meanwhile is left as it is: its version 0 stands)."""
+        todo = [p for p in (self._creating if paths is None else paths) if p in self._creating]
+        if todo:
+            self.create_many([(p, *self._creating.pop(p)) for p in todo])
+
+    def _data(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
+              version: int, app_id: str, now: int, mode: str, stats: dict[str, str] | None) -> bytes:
+        """A commit's bytes on top of `before`: with the table's creation where it waits for this commit."""
+        creating = self._creating.get(path) if before.version == -1 else None
+        if creating is not None:
+            return logfile.creation_write(creating[0], creating[1], added, app_id, version, now, stats)
+        return logfile.write(removed, added, app_id, version, now, mode, stats)
 
     def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
         """`create` of many plain tables (path, schema, properties), their first log files written at once
@@ -211,6 +251,7 @@ class RustLog:
             if committed is not None:
                 return committed
             # another writer's commit came first (or no links here): delta-rs appends on top of what is there
+        self.materialize([path])
         dt = self._table(path)
         dt.create_write_transaction(_adds_of(added, stats), mode="append", schema=dt.schema(),
                                     commit_properties=CommitProperties(
@@ -232,6 +273,9 @@ class RustLog:
             if not self.direct:  # no links here: delta-rs commits it, below
                 break
             before = self._rebased(path, before)
+        if path in self._creating:  # no links here: the table made first, then committed to by delta-rs
+            self.materialize([path])
+            before = self.read(path, None)
         dt = self._table(path)
         if dt.version() != before.version:
             before = self._rebased(path, before)
@@ -315,7 +359,7 @@ class RustLog:
         default) that the checkpoint made needless are removed (unless `delta.enableExpiredLogCleanup` is false),
         as Delta does after its checkpoints: a table committed every micro-batch keeps a bounded log."""
         committed = before.version + 1
-        data = logfile.write(removed, added, app_id, version, int(time.time() * 1000), mode, stats)
+        data = self._data(path, before, removed, added, version, app_id, int(time.time() * 1000), mode, stats)
         files = self.files(path)
         try:
             if not files.put_if_absent(_log_file(path, committed), data):
@@ -323,6 +367,7 @@ class RustLog:
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
+        self._creating.pop(path, None)
         self._linked(path, committed, files)
         return committed
 
@@ -374,7 +419,7 @@ class RustLog:
             if self._direct(before, added) and self.files(path).local:
                 todo.append(i)
                 put.append((_log_file(path, before.version + 1),
-                            logfile.write(before.files, added, app_id, version, now, "Overwrite", stats)))
+                            self._data(path, before, before.files, added, version, app_id, now, "Overwrite", stats)))
         if not todo:
             return out
         try:
@@ -385,6 +430,7 @@ class RustLog:
         for i, ok in zip(todo, made, strict=True):
             if ok:
                 path, before = items[i][0], items[i][1]
+                self._creating.pop(path, None)
                 self._linked(path, before.version + 1, LOCAL)
                 out[i] = before.version + 1
         return out

@@ -99,6 +99,19 @@ def creation(schema_json: str, configuration: dict[str, str], now_ms: int) -> by
                    metadata(schema_json, configuration, now_ms)])
 
 
+def creation_write(schema_json: str, configuration: dict[str, str], added: list[tuple[str, int, int]], app_id: str,
+                   version: int, now_ms: int, stats: dict[str, str] | None = None) -> bytes:
+    """Version 0 of a plain table holding its first rows, as Delta's CREATE TABLE AS SELECT records it: the
+    creation's protocol and metaData, this app's txn and an add per file, in one commit (a database's first
+    micro-batch creates each table and writes its first rows: one log file per table, not two)."""
+    parameters = {"isManaged": "false", "description": None, "partitionBy": "[]",
+                  "properties": orjson.dumps(configuration).decode()}
+    metrics = {"numFiles": str(len(added)), "numOutputBytes": str(sum(s for _, s, _ in added))}
+    return _lines([_info(now_ms, "CREATE TABLE AS SELECT", parameters, True, metrics), PLAIN_PROTOCOL,
+                   metadata(schema_json, configuration, now_ms),
+                   {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}}, *adds(added, stats)])
+
+
 def _lines(actions: list[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(a) + b"\n" for a in actions)
 
