@@ -360,6 +360,14 @@ class RustLog:
         as Delta does after its checkpoints: a table committed every micro-batch keeps a bounded log."""
         committed = before.version + 1
         data = self._data(path, before, removed, added, version, app_id, int(time.time() * 1000), mode, stats)
+        if self._place(path, committed, data) is None:
+            return None
+        self._creating.pop(path, None)
+        return committed
+
+    def _place(self, path: str, committed: int, data: bytes) -> int | None:
+        """The log file of version `committed` put in place when absent, then noted as ours (`_linked`): the
+        version, or None (another writer's is there, or no links here: `direct` is then off)."""
         files = self.files(path)
         try:
             if not files.put_if_absent(_log_file(path, committed), data):
@@ -367,7 +375,6 @@ class RustLog:
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
             return None
-        self._creating.pop(path, None)
         self._linked(path, committed, files)
         return committed
 
@@ -395,15 +402,7 @@ class RustLog:
                 meta["description"] = m.description
         committed = before.version + 1
         data = logfile.alter(removed, added, app_id, version, int(time.time() * 1000), operation, meta, stats)
-        files = self.files(path)
-        try:
-            if not files.put_if_absent(_log_file(path, committed), data):
-                return None
-        except logfile.NoLinks:
-            self.direct = False  # delta-rs commits from now on
-            return None
-        self._linked(path, committed, files)
-        return committed
+        return self._place(path, committed, data)
 
     def commit_all(self, items: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str,
                                            dict[str, str] | None]]) -> list[int | None]:
