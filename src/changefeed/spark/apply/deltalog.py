@@ -191,7 +191,7 @@ class DeltaLogs:
         if paths is None:
             self._rs.materialize()
             return
-        wheres = [w for w, writer in ((self._writer(p)[1], self._writer(p)[0]) for p in paths) if writer is self._rs]
+        wheres = [where for writer, where in map(self._writer, paths) if writer is self._rs]
         self._rs.materialize(wheres)
 
     def creating(self, path: str) -> bool:

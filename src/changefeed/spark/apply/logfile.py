@@ -76,7 +76,7 @@ def write(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: st
     metrics = {"numFiles": str(len(added)), "numRemovedFiles": str(len(removed)),
                "numOutputBytes": str(sum(s for _, s, _ in added))}
     lines = [_info(now_ms, "WRITE", {"mode": mode}, not removed and mode == "Append", metrics),
-             {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}},
+             _txn(app_id, version, now_ms),
              *removes(removed, now_ms), *adds(added, stats)]
     return _lines(lines)
 
@@ -85,7 +85,7 @@ def alter(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: st
           operation: str, meta: dict[str, Any] | None, stats: dict[str, str] | None = None) -> bytes:
     """A DDL's commit (`ddldriver`): commitInfo, this app's txn, the table's new metaData action when its schema
     changes (None: a commit of the txn alone), a remove for each file of `removed`, an add for each of `added`."""
-    lines = [_info(now_ms, operation, {}, False), {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}}]
+    lines = [_info(now_ms, operation, {}, False), _txn(app_id, version, now_ms)]
     if meta is not None:
         lines.append({"metaData": meta})
     return _lines([*lines, *removes(removed, now_ms), *adds(added, stats)])
@@ -93,8 +93,7 @@ def alter(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: st
 
 def creation(schema_json: str, configuration: dict[str, str], now_ms: int) -> bytes:
     """Version 0 of a plain table (protocol 1/2), as Delta's CREATE TABLE records it."""
-    parameters = {"isManaged": "false", "description": None, "partitionBy": "[]",
-                  "properties": orjson.dumps(configuration).decode()}
+    parameters = _creation_parameters(configuration)
     return _lines([_info(now_ms, "CREATE TABLE", parameters, True), PLAIN_PROTOCOL,
                    metadata(schema_json, configuration, now_ms)])
 
@@ -104,12 +103,22 @@ def creation_write(schema_json: str, configuration: dict[str, str], added: list[
     """Version 0 of a plain table holding its first rows, as Delta's CREATE TABLE AS SELECT records it: the
     creation's protocol and metaData, this app's txn and an add per file, in one commit (a database's first
     micro-batch creates each table and writes its first rows: one log file per table, not two)."""
-    parameters = {"isManaged": "false", "description": None, "partitionBy": "[]",
-                  "properties": orjson.dumps(configuration).decode()}
+    parameters = _creation_parameters(configuration)
     metrics = {"numFiles": str(len(added)), "numOutputBytes": str(sum(s for _, s, _ in added))}
     return _lines([_info(now_ms, "CREATE TABLE AS SELECT", parameters, True, metrics), PLAIN_PROTOCOL,
                    metadata(schema_json, configuration, now_ms),
-                   {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}}, *adds(added, stats)])
+                   _txn(app_id, version, now_ms), *adds(added, stats)])
+
+
+def _txn(app_id: str, version: int, now_ms: int) -> dict[str, Any]:
+    """This app's txn action: what a replay finds to skip the commit."""
+    return {"txn": {"appId": app_id, "version": version, "lastUpdated": now_ms}}
+
+
+def _creation_parameters(configuration: dict[str, str]) -> dict[str, Any]:
+    """commitInfo's operationParameters of a CREATE TABLE (AS SELECT), as Delta records them."""
+    return {"isManaged": "false", "description": None, "partitionBy": "[]",
+            "properties": orjson.dumps(configuration).decode()}
 
 
 def _lines(actions: list[dict[str, Any]]) -> bytes:
