@@ -79,6 +79,11 @@ def turn_on(spark: SparkSession, path: str, feature: str, table: str, ddl: str, 
         return None
     sets = ", ".join(f"'{k}' = '{v}'" for k, v in _PROPERTIES[feature].items())
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({sets})")
+    return noted(table, feature, ddl, commit_ts)
+
+
+def noted(table: str, feature: str, ddl: str, commit_ts: int) -> Upgrade:
+    """A feature turned on for a DDL (here, or in the DDL's own commit by the driver: `ddlfeatures`), logged."""
     up = Upgrade(table, feature, ddl, commit_ts)
     log.warning(up.line())
     return up

@@ -146,7 +146,8 @@ class DdlApplier:
         tpath = f"delta.`{path}`"
         desired = [f for f in self.proj.schema(t).fields if f.name not in (START_AT, END_AT)]
         if self.driver is not None and self.driver.reconcile(d, path, version, desired,
-                                                             lambda n, v: self._value(t, n, v)):
+                                                             lambda n, v: self._value(t, n, v),
+                                                             lambda feature: self._noted(feature, d)):
             return
         current = {f.name: f for f in lake.read(path).schema.fields if f.name not in (START_AT, END_AT)}
         plan = plan_columns(d, current, desired)
@@ -220,6 +221,10 @@ class DdlApplier:
                               d.commit_ts)
         if up is not None:
             self.upgrades.append(up)
+
+    def _noted(self, feature: str, d: Ddl) -> None:
+        """A Delta feature the driver turned on for a DDL (`ddldriver`), noted as `_feature` notes Delta's."""
+        self.upgrades.append(features.noted(f"{d.database}.{d.table}", feature, d.query or d.ddl_type, d.commit_ts))
 
     def _change_type(self, path: str, name: str, have: Any, want: Any, d: Ddl) -> None:
         try:

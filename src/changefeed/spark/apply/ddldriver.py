@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import driverfiles
-from .ddlplan import AddColumn, ColumnPlan, DropNotNull, plan_columns
+from .. import table_features as features
+from . import ddlfeatures, driverfiles
+from .ddlplan import AddColumn, ChangeType, ColumnPlan, DropNotNull, plan_columns
 from .deltalog import new_file_name
 from .options import END_AT, START_AT
 
@@ -39,18 +41,37 @@ DRIVER_DDL = "CHANGEFEED_DRIVER_DDL"  # "0": every DDL by Delta's own commands
 _FILLABLE = frozenset({"string", "binary", "boolean", "byte", "short", "integer", "long", "date", "decimal"})
 
 
-def new_schema(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped: bool) -> str | None:
+@dataclass(frozen=True)
+class Altered:
+    """A table's metaData after a DDL: its schema (Delta's JSON), the properties set on it and the features turned
+    on (`ddlfeatures`) for the DDL."""
+
+    schema_json: str
+    properties: dict[str, str] = field(default_factory=dict)
+    features: tuple[str, ...] = ()
+
+
+def altered(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped: bool, *, auto: bool = False,
+            widening: bool = False) -> Altered | None:
     """The table's schema (Delta's JSON) after `plan`, each other field as it was (its metadata kept); `desired`:
-    each column's JSON type by name. None where the log alone cannot express it: a type change, a column added
-    under column mapping (its id and physical name to assign), a rename or drop without column mapping (the files
-    name columns by their names)."""
-    fields: list[dict[str, Any]] = []
+    each column's JSON type by name; `mapped`: column mapping is on; `widening`: type widening is on. `auto` (the
+    `table-features` mode): a feature the DDL needs is turned on in the same commit, as Delta's SET TBLPROPERTIES
+    then its ALTER write it (column mapping for a rename or drop, type widening for a widening type change). None
+    where the log alone cannot express it: a column added under column mapping (its id and physical name to
+    assign), a rename or drop without column mapping (the files name columns by their names) or a type change
+    without type widening, unless `auto`; a type change that is no widening `ddlfeatures.widened` makes."""
+    fields: list[dict[str, Any]] = orjson.loads(schema_json)["fields"]
+    properties: dict[str, str] = {}
+    turned: list[str] = []
     if (plan.renames or plan.drops) and not mapped:
-        return None
-    for f in orjson.loads(schema_json)["fields"]:
-        if f["name"] in plan.drops:
-            continue
-        fields.append({**f, "name": plan.renames.get(f["name"], f["name"])})
+        m = ddlfeatures.mapped_fields(fields) if auto else None
+        if m is None:
+            return None
+        fields, props = m
+        properties.update(props)
+        turned.append(ddlfeatures.COLUMN_MAPPING)
+        mapped = True
+    fields = [{**f, "name": plan.renames.get(f["name"], f["name"])} for f in fields if f["name"] not in plan.drops]
     for step in plan.steps:
         if isinstance(step, AddColumn):
             if mapped or step.name not in desired:
@@ -61,12 +82,27 @@ def new_schema(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapp
                 return None
             fields.insert(at, new)
         elif isinstance(step, DropNotNull):
-            for f in fields:
+            for i, f in enumerate(fields):
                 if f["name"] == step.name:
-                    f["nullable"] = True
+                    fields[i] = {**f, "nullable": True}
         else:
-            return None
-    return orjson.dumps({"type": "struct", "fields": fields}).decode()
+            at = next((i for i, f in enumerate(fields) if f["name"] == step.name), None)
+            wide = None if at is None or not (auto or widening) or not isinstance(desired.get(step.name), str) \
+                else ddlfeatures.widened(fields[at], desired[step.name])
+            if at is None or wide is None:
+                return None
+            fields[at] = wide
+            if not widening:
+                properties.update(ddlfeatures.WIDENING_PROPERTIES)
+                turned.append(ddlfeatures.TYPE_WIDENING)
+                widening = True
+    return Altered(orjson.dumps({"type": "struct", "fields": fields}).decode(), properties, tuple(turned))
+
+
+def new_schema(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped: bool) -> str | None:
+    """`altered`'s schema where the DDL needs no feature turned on (None: it does, or the log cannot express it)."""
+    a = altered(schema_json, plan, desired, mapped)
+    return None if a is None else a.schema_json
 
 
 def operation(plan: ColumnPlan) -> str:
@@ -83,8 +119,8 @@ def operation(plan: ColumnPlan) -> str:
 def rows_after(rows: pa.Table, schema_json: str, renames: dict[str, str], values: dict[str, pa.Array],
                types: dict[str, pa.DataType]) -> pa.Table | None:
     """The rows the driver holds, in the table's new schema: a renamed column under its new name, a dropped one
-    gone, a filled one of `values` (one value per row), another new one NULL of its Arrow type (`types`). None
-    where a column's Arrow type is not known."""
+    gone, a filled one of `values` (one value per row), another new one NULL of its Arrow type (`types`), a widened
+    one cast to its type in `types`. None where a column's Arrow type is not known or its values do not cast."""
     import pyarrow as pa
 
     by = {renames.get(f.name, f.name): (rows.column(f.name), f) for f in rows.schema}
@@ -96,6 +132,11 @@ def rows_after(rows: pa.Table, schema_json: str, renames: dict[str, str], values
         elif name in by:
             col, was = by[name]
             nullable = nullable or was.nullable  # (a NOT NULL dropped)
+            if name in types and col.type != types[name]:
+                try:
+                    col = col.cast(types[name])
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return None
         elif name in types:
             col = pa.nulls(rows.num_rows, types[name])
             nullable = True
@@ -110,10 +151,11 @@ class DriverDdl:
     """DDL made as the driver's own commits where they can be (see the module); `False` from each: not done, nothing
     committed, and Delta's own DDL then applies it."""
 
-    def __init__(self, lake: Lake, kept: driverfiles.Kept, scd_type: int) -> None:
+    def __init__(self, lake: Lake, kept: driverfiles.Kept, scd_type: int, table_features: str = features.AUTO) -> None:
         self.lake = lake
         self.kept = kept
         self.scd_type = scd_type
+        self.features = table_features  # minimal: no feature turned on (Delta's path rewrites the table instead)
         self.on = os.environ.get(DRIVER_DDL, "1") != "0"
 
     def _table(self, path: str) -> Any:
@@ -124,9 +166,9 @@ class DriverDdl:
         return tf if tf.refused is None else None
 
     def reconcile(self, d: Ddl, path: str, version: int, desired: list[T.StructField],
-                  value: Callable[[str, str], Any]) -> bool:
+                  value: Callable[[str, str], Any], upgraded: Callable[[str], None]) -> bool:
         """The table's columns made those of `desired` (`DdlApplier.reconcile`'s), `value(column, text)`: a default's
-        value as Spark types it."""
+        value as Spark types it; `upgraded(feature)`: told of each Delta feature turned on for it (`ddlfeatures`)."""
         from pyspark.sql import types as T
 
         tf = self._table(path)
@@ -138,10 +180,13 @@ class DriverDdl:
         fills = plan.fills if self.scd_type in (1, 2) else {}
         changed = bool(plan.renames or plan.drops or plan.steps)
         want = {f.name: f.dataType for f in desired}
-        schema_json = new_schema(tf.schema_json, plan, {n: t.jsonValue() for n, t in want.items()},
-                                 tf.physical() is not None) if changed else None
-        if changed and schema_json is None:
+        alt = altered(tf.schema_json, plan, {n: t.jsonValue() for n, t in want.items()}, tf.physical() is not None,
+                      auto=self.features == features.AUTO,
+                      widening=str(tf.configuration.get(ddlfeatures.ENABLE_WIDENING, "")).lower() == "true") \
+            if changed else None
+        if changed and alt is None:
             return False
+        schema_json = alt.schema_json if alt is not None else None
         held = self.kept.get(path, tf.version, tf.files)
         if held is not None and held.column_names != [f.name for f in schema.fields]:
             held = None
@@ -162,12 +207,15 @@ class DriverDdl:
             added, stats = driverfiles.write_with_stats(rows, folder, new_file_name, schema_json or tf.schema_json,
                                                         tf.configuration)
         now = logs.alter(path, tf, added, version, self.lake.app_id, operation(plan), schema_json, replace=rewrite,
-                         stats=stats)
+                         stats=stats, properties=alt.properties if alt else None,
+                         features=alt.features if alt else ())
         if now is None:
             for name, _, _ in added:  # written here for a commit that was not made
                 os.remove(os.path.join(logs.local(path) or "", name))
             return False
         self.lake.committed(path, version)
+        for feature in alt.features if alt else ():
+            upgraded(feature)
         if rows is not None and rows.column_names == [f["name"] for f in orjson.loads(now.schema_json)["fields"]]:
             self.kept.put(path, now.version, now.files, rows)
         else:
@@ -191,6 +239,12 @@ class DriverDdl:
                 types[name] = held.schema.field(same[0]).type if same else to_arrow_type(t)
             except Exception:  # noqa: BLE001 - a type Arrow lacks: not held after it
                 return None
+        for step in plan.steps:
+            if isinstance(step, ChangeType):  # a widening: the held values cast to the wider type
+                try:
+                    types[step.name] = to_arrow_type(step.want)
+                except Exception:  # noqa: BLE001 - as above
+                    return None
         values: dict[str, pa.Array] = {}
         fills = plan.fills if self.scd_type in (1, 2) else {}
         for name, text in fills.items():

@@ -290,16 +290,18 @@ class DeltaLogs:
 
     def alter(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int, app_id: str,
               operation: str, schema_json: str | None, *, replace: bool = False,
-              stats: dict[str, str] | None = None) -> TableFiles | None:
+              stats: dict[str, str] | None = None, properties: dict[str, str] | None = None,
+              features: tuple[str, ...] = ()) -> TableFiles | None:
         """A DDL's commit made here (`RustLog.alter`: a local lake's plain table): `schema_json` its new schema (None:
         unchanged), `added` files added (every file of `before` removed first with `replace`), this consumer's
-        `version`. The table as the log now holds it; None where it is not made so (nothing committed)."""
+        `version`, `properties` set and `features` turned on with the schema (`ddlfeatures`). The table as the log now
+        holds it; None where it is not made so (nothing committed)."""
         w, where = self._writer(path)
         if self._rs is None or w is not self._rs or self.local(path) is None:
             return None
         try:
             committed = self._rs.alter(where, before, before.files if replace else {}, added, version, app_id,
-                                       operation, schema_json, stats)
+                                       operation, schema_json, stats, properties, features)
         except Exception:
             self.forget(path)
             raise

@@ -25,7 +25,7 @@ import orjson
 
 from ...errors import ApplyError
 from ..objectstore import is_s3
-from . import logfile
+from . import ddlfeatures, logfile
 from .checkpoints import Checkpointer, due
 from .logstore import LocalFiles, LogFiles
 from .tablefiles import TableFiles, refusal
@@ -380,28 +380,40 @@ class RustLog:
 
     def alter(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
               version: int, app_id: str, operation: str, schema_json: str | None,
-              stats: dict[str, str] | None = None) -> int | None:
+              stats: dict[str, str] | None = None, properties: dict[str, str] | None = None,
+              features: tuple[str, ...] = ()) -> int | None:
         """A DDL's commit on top of `before`, written as the log's next file (`logfile.alter`): the table's metaData
-        as delta-rs reads it with `schema_json` for its schema (None: unchanged), `removed` files removed, `added`
-        added, this app's txn `version`. The version committed; None where it is not made so (not a plain table
-        or file names, the log moved past `before`, no links here): nothing was committed, Delta's own DDL does it."""
+        as delta-rs reads it with `schema_json` for its schema (None: unchanged) and `properties` set, the protocol
+        with `features` turned on (`ddlfeatures.protocol_with`), `removed` files removed, `added` added, this app's
+        txn `version`. The version committed; None where it is not made so (not a plain table or file names, the
+        log moved past `before`, a protocol not upgraded here, no links here): nothing was committed, Delta's own
+        DDL does it."""
         if not self._direct(before, added) or not logfile.plain(removed):
             return None
-        meta = None
+        meta = protocol = None
         if schema_json is not None:
             dt = self._table(path)
             if dt.version() != before.version:
                 return None
+            if features:
+                p = dt.protocol()
+                protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
+                            "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
+                for feature in features:
+                    protocol = ddlfeatures.protocol_with(protocol, feature) if protocol is not None else None
+                if protocol is None:
+                    return None
             m = dt.metadata()
             meta = {"id": m.id, "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
-                    "partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
-                    "createdTime": m.created_time}
+                    "partitionColumns": list(m.partition_columns),
+                    "configuration": {**dict(m.configuration), **(properties or {})}, "createdTime": m.created_time}
             if m.name is not None:
                 meta["name"] = m.name
             if m.description is not None:
                 meta["description"] = m.description
         committed = before.version + 1
-        data = logfile.alter(removed, added, app_id, version, int(time.time() * 1000), operation, meta, stats)
+        data = logfile.alter(removed, added, app_id, version, int(time.time() * 1000), operation, meta, stats,
+                             protocol)
         return self._place(path, committed, data)
 
     def commit_all(self, items: list[tuple[str, TableFiles, list[tuple[str, int, int]], int, str,

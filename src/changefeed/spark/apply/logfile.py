@@ -82,12 +82,16 @@ def write(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: st
 
 
 def alter(removed: dict[str, int], added: list[tuple[str, int, int]], app_id: str, version: int, now_ms: int,
-          operation: str, meta: dict[str, Any] | None, stats: dict[str, str] | None = None) -> bytes:
+          operation: str, meta: dict[str, Any] | None, stats: dict[str, str] | None = None,
+          protocol: dict[str, Any] | None = None) -> bytes:
     """A DDL's commit (`ddldriver`): commitInfo, this app's txn, the table's new metaData action when its schema
-    changes (None: a commit of the txn alone), a remove for each file of `removed`, an add for each of `added`."""
+    changes (None: a commit of the txn alone), its new protocol when a feature is turned on, a remove for each file
+    of `removed`, an add for each of `added`."""
     lines = [_info(now_ms, operation, {}, False), _txn(app_id, version, now_ms)]
     if meta is not None:
         lines.append({"metaData": meta})
+    if protocol is not None:
+        lines.append({"protocol": {k: v for k, v in protocol.items() if v is not None}})
     return _lines([*lines, *removes(removed, now_ms), *adds(added, stats)])
 
 

@@ -41,7 +41,7 @@ class TableWriters:
         self.ddl = ddl
         self.multi = MultiWriter(store, proj, options)
         # a DDL the driver commits itself keeps the rows it holds for the table's next rewrite (`ddldriver`)
-        ddl.driver = DriverDdl(store, self.multi.kept, options.scd_type)
+        ddl.driver = DriverDdl(store, self.multi.kept, options.scd_type, options.table_features)
         self._pool: ThreadPoolExecutor | None = None
 
     def write(self, work: list[TableWrite]) -> list[tuple[str, str]]:
