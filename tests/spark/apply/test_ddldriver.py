@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import orjson
 import pyarrow as pa
 
-from changefeed.spark.apply.ddldriver import new_schema, operation, rows_after
+from changefeed.spark.apply.ddldriver import altered, new_schema, operation, rows_after
 from changefeed.spark.apply.ddlplan import AddColumn, ChangeType, ColumnPlan, DropNotNull
 
 MAPPED = {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-9f"}
@@ -72,3 +74,39 @@ def test_the_held_rows_follow_the_new_schema_filled_renamed_dropped() -> None:
     assert not got.schema.field("id").nullable and got.schema.field("extra").type == pa.int32()
     # a new column whose Arrow type is not known: not held after the DDL
     assert rows_after(held, after, {"note": "remark"}, {}, {"coupon": pa.string()}) is None
+
+
+def test_a_widening_under_auto_turns_type_widening_on_once_and_the_held_rows_are_cast() -> None:
+    have = _schema(_f("id", "long", False), _f("amount", "decimal(10,2)", False), _f("n", "integer"))
+    plan = ColumnPlan(steps=[ChangeType("amount", None, None), ChangeType("n", None, None)])
+    want = {"amount": "decimal(12,2)", "n": "long"}
+    got = altered(have, plan, want, mapped=False, auto=True)
+    assert got is not None and got.features == ("typeWidening",)
+    assert got.properties == {"delta.enableTypeWidening": "true"}
+    assert _fields(got.schema_json) == [("id", "long", False), ("amount", "decimal(12,2)", False), ("n", "long", True)]
+    meta = [f["metadata"] for f in orjson.loads(got.schema_json)["fields"]]
+    assert meta[1] == {"delta.typeChanges": [{"toType": "decimal(12,2)", "fromType": "decimal(10,2)"}]}
+    on = altered(got.schema_json, ColumnPlan(steps=[ChangeType("amount", None, None)]), {"amount": "decimal(14,2)"},
+                 mapped=False, widening=True)  # on already: no feature, the change appended
+    assert on is not None and on.features == () and on.properties == {}
+    assert len(orjson.loads(on.schema_json)["fields"][1]["metadata"]["delta.typeChanges"]) == 2
+    # a narrowing, or a scale changed: not a widening made here
+    assert altered(have, ColumnPlan(steps=[ChangeType("amount", None, None)]), {"amount": "decimal(12,3)"},
+                   mapped=False, auto=True) is None
+    held = pa.Table.from_arrays([pa.array([1], pa.int64()), pa.array([Decimal("1.25")], pa.decimal128(10, 2)),
+                                 pa.array([7], pa.int32())], names=["id", "amount", "n"])
+    rows = rows_after(held, got.schema_json, {}, {}, {"amount": pa.decimal128(12, 2), "n": pa.int64()})
+    assert rows is not None and rows.schema.field("amount").type == pa.decimal128(12, 2)
+    assert rows.schema.field("n").type == pa.int64() and rows.to_pylist() == [{"id": 1, "amount": Decimal("1.25"),
+                                                                             "n": 7}]
+
+
+def test_a_rename_under_auto_turns_column_mapping_on_each_field_its_own_name_in_the_files() -> None:
+    have = _schema(_f("id", "long", False), _f("note", "string"), _f("ratio", "float"))
+    got = altered(have, ColumnPlan(renames={"note": "remark"}, drops=["ratio"]), {}, mapped=False, auto=True)
+    assert got is not None and got.features == ("columnMapping",)
+    assert got.properties == {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "3"}
+    assert [(f["name"], f["metadata"]) for f in orjson.loads(got.schema_json)["fields"]] == [
+        ("id", {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "id"}),
+        ("remark", {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "note"})]
+    assert altered(have, ColumnPlan(renames={"note": "remark"}), {}, mapped=False) is None  # (minimal)

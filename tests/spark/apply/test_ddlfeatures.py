@@ -137,3 +137,22 @@ def test_a_case_not_written_by_the_driver_is_left_to_delta(spark, tmp_path: Path
     assert altered(before.schema_json, widen, {"n": "long"}, False, auto=True) is not None
     assert altered(before.schema_json, widen, {"n": "long"}, False, auto=False) is None
     assert altered(before.schema_json, ColumnPlan(renames={"n": "m"}), {}, False, auto=True) is None
+
+
+def test_the_protocol_after_a_feature_lists_what_its_legacy_versions_stood_for() -> None:
+    """(No Spark.) Beyond the cases compared with Delta above: a legacy protocol with column mapping already moved
+    to table features by type widening lists column mapping and what writer 5 stood for; one with writer features
+    but no reader ones is left to Delta; a feature already listed is listed once."""
+    from changefeed.spark.apply.ddlfeatures import COLUMN_MAPPING, TYPE_WIDENING, on, protocol_with
+
+    legacy = {"minReaderVersion": 2, "minWriterVersion": 5}
+    got = protocol_with(legacy, TYPE_WIDENING)
+    assert got == {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping", "typeWidening"],
+                   "writerFeatures": ["appendOnly", "changeDataFeed", "checkConstraints", "columnMapping",
+                                      "generatedColumns", "invariants", "typeWidening"]}
+    assert on(got, TYPE_WIDENING) and on(got, COLUMN_MAPPING) and on(legacy, COLUMN_MAPPING)
+    assert not on(legacy, TYPE_WIDENING) and not on({"minReaderVersion": 1, "minWriterVersion": 2}, COLUMN_MAPPING)
+    assert protocol_with(got, TYPE_WIDENING) == got
+    assert protocol_with({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["x"]}, COLUMN_MAPPING) \
+        is None
+    assert protocol_with({"minReaderVersion": 1, "minWriterVersion": 2}, "deletionVectors") is None
