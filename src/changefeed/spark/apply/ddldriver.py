@@ -5,12 +5,16 @@ driver commits has no checksum files), its schema read, an ALTER commit, a secon
 and for an ADD COLUMN ... NOT NULL DEFAULT an UPDATE rewriting the whole table with the default (bench/RESULTS.md).
 Where the change is one the log expresses alone, the driver writes it (`DeltaLogs.alter`, a local lake's plain
 table): a column added (not under column mapping), renamed or dropped (under column mapping, where the files name
-columns by their physical names), a NOT NULL dropped, nothing (an index, a comment: the commit of this consumer's
-txn alone), a TRUNCATE of an SCD1 table (every file removed). A default filled into the rows that predate it is
-written by the driver too when it holds the table's rows (`driverfiles.Kept`: what its last rewrite wrote) or the
-table has none: the rows with the column filled, one file, in the same commit as the schema. The rows the driver
-holds follow the DDL, so the table's next rewrite reads nothing back. Anything else (a type change, a feature to
-turn on, a table on S3 or the driver does not commit, a default of a type kept out below) is Delta's DDL, as before.
+columns by their physical names), a type widened (under type widening: the old files are read as the new type), a
+NOT NULL dropped, nothing (an index, a comment: the commit of this consumer's txn alone), a TRUNCATE of an SCD1
+table (every file removed). The feature a rename/drop or a widening needs is turned on in the same commit where it
+is off (`ddlfeatures`, table-features auto: 6 and 13 Spark jobs through Delta, none here). A default filled into
+the rows that predate it is written by the driver too when it holds the table's rows (`driverfiles.Kept`: what its
+last rewrite wrote) or the table has none: the rows with the column filled, one file, in the same commit as the
+schema. The rows the driver
+holds follow the DDL (a widened column cast), so the table's next rewrite reads nothing back. Anything else (a type
+change that is no such widening, a column added under column mapping, a table on S3 or the driver does not commit,
+a default of a type kept out below) is Delta's DDL, as before.
 `CHANGEFEED_DRIVER_DDL=0` turns this off.
 """
 
