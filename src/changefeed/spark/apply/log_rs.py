@@ -123,9 +123,7 @@ class RustLog:
             return kept
         self._creating.pop(path, None)  # another writer made the table first: its version 0 stands
         dt = self._table(path)
-        p = dt.protocol()
-        protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
-                    "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
+        protocol = _protocol(dt)
         m = dt.metadata()
         schema = dt.schema().to_json()
         meta = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration),
@@ -136,7 +134,7 @@ class RustLog:
         # delta-rs gives each path as the log holds it (URI-encoded already): kept as is
         files = {a["path"]: int(a["size_bytes"]) for a in adds}
         refused = refusal(protocol, meta, [])
-        if refused is None and WIDENING.intersection(p.writer_features or ()) \
+        if refused is None and WIDENING.intersection(protocol["writerFeatures"] or ()) \
                 and not (self.direct and logfile.plain(files)):
             refused = "type widening (delta-rs does not commit it: only the log files written here do)"
         return TableFiles(dt.version(), schema, files, refused, dict(m.configuration))
@@ -396,9 +394,7 @@ class RustLog:
             if dt.version() != before.version:
                 return None
             if features:
-                p = dt.protocol()
-                protocol = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
-                            "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
+                protocol = _protocol(dt)
                 for feature in features:
                     protocol = ddlfeatures.protocol_with(protocol, feature) if protocol is not None else None
                 if protocol is None:
@@ -462,6 +458,13 @@ class RustLog:
     def settle(self) -> None:
         """Wait for the checkpoints queued (a stop, a test reading the log's files)."""
         self._checkpoints.settle()
+
+
+def _protocol(dt: Any) -> dict[str, Any]:
+    """A delta-rs table's protocol as the log's action holds it."""
+    p = dt.protocol()
+    return {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
+            "readerFeatures": p.reader_features, "writerFeatures": p.writer_features}
 
 
 def _read_last_checkpoint(data: bytes | None) -> int:
