@@ -82,6 +82,8 @@ class Counts:
                 if prof is not None and me.profile:
                     prof.dump_stats(me.profile)
                 now = tree_cpu(os.getpid())
+                me.job_ids = (jobs, me.sched.numTotalJobs())
+                me.jvm_by_thread = {k[4:]: now[k] - cpu.get(k, 0.0) for k in now if k.startswith("jvm ")}
                 me.last = {"CPU-s": _cpu(now) - _cpu(cpu), "jobs": me.sched.numTotalJobs() - jobs,
                            "py4j": me.py4j.read()[0] - calls,
                            **{k: now[k] - cpu.get(k, 0.0) for k in ("python", "jvm", "workers")}}
@@ -131,6 +133,32 @@ def time_calls() -> None:
         setattr(owner, name, wrap(fn, attr))
 
 
+def tag_jobs(spark: Any) -> None:
+    """Each Python thread's Spark jobs described by the changefeed line that started them: before a py4j call from a
+    new line of changefeed's code, that thread's `spark.job.description` is set to it (`--jobs`: each call a batch
+    makes then costs a second one where its line changed)."""
+    from py4j.java_gateway import GatewayClient
+
+    from floor import _caller
+
+    original = GatewayClient.send_command
+    mine = threading.local()
+    jsc = spark.sparkContext._jsc
+
+    def send_command(client: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(mine, "busy", False):
+            where = _caller()
+            if where != getattr(mine, "last", None) and where != "(elsewhere)":
+                mine.busy, mine.last = True, where
+                try:
+                    jsc.setLocalProperty("spark.job.description", where)
+                finally:
+                    mine.busy = False
+        return original(client, command, *args, **kwargs)
+
+    GatewayClient.send_command = send_command  # type: ignore[method-assign]
+
+
 def first_batch(spark: Any, where: str, topic: str, lake: Path, messages: int) -> tuple[float, dict[str, float],
                                                                                           float]:
     """The seconds of the one micro-batch consuming the topic, its phases, and the seconds of its creations."""
@@ -171,7 +199,7 @@ def first_batch(spark: Any, where: str, topic: str, lake: Path, messages: int) -
 
 
 def run(tables: int, changes: int, brokers: str | None = None, profile: str | None = None,
-        by_call: bool = False) -> list[tuple[int, float, dict[str, float], float]]:
+        by_call: bool = False, jobs: bool = False) -> list[tuple[int, float, dict[str, float], float]]:
     from changefeed.spark import spark_session
 
     out = []
@@ -180,6 +208,8 @@ def run(tables: int, changes: int, brokers: str | None = None, profile: str | No
         spark.sparkContext.setLogLevel("ERROR")
         counts = Counts(spark)
         counts.install()
+        if jobs:
+            tag_jobs(spark)
         if by_call:
             time_calls()
         plan = (("warm-up", 4), ("warm-up", 100), ("timed", 4), ("timed", tables), ("timed", 4), ("timed", tables))
@@ -203,6 +233,17 @@ def run(tables: int, changes: int, brokers: str | None = None, profile: str | No
             if by_call:
                 print("      CPU-s by call (calls, thread CPU-s): " + ", ".join(
                     f"{k} {c} {t:.3f}" for k, (c, t) in sorted(CALL_CPU.items(), key=lambda x: -x[1][1])), flush=True)
+            if jobs:
+                print("      JVM CPU-s by thread: " + ", ".join(
+                    f"{k} {v:.2f}" for k, v in sorted(counts.jvm_by_thread.items(), key=lambda x: -x[1]) if v >= 0.05))
+                store = spark.sparkContext._jsc.sc().statusStore()
+                for j in range(*counts.job_ids):
+                    try:
+                        info = store.job(j)
+                    except Exception:  # noqa: BLE001 - no longer retained: not shown
+                        continue
+                    desc = info.description()
+                    print(f"      job {j}: {desc.get() if desc.isDefined() else info.name()} ({info.numTasks()} tasks)")
             if label == "timed":
                 out.append((n, seconds, phases, created))
     return out
@@ -228,10 +269,12 @@ def main() -> None:
     ap.add_argument("--brokers", help="an existing broker instead of starting one")
     ap.add_argument("--profile", help="the last batches under cProfile, the stats written to FILE.4, FILE.<tables>")
     ap.add_argument("--cpu-by-call", action="store_true", help="the CPU seconds of some driver calls, per batch")
+    ap.add_argument("--jobs", action="store_true", help="each batch's Spark jobs (their call sites), the JVM's "
+                    "CPU-s by thread")
     args = ap.parse_args()
     print(f"the first micro-batch of a database: {args.changes:,} changes over 4 and over {args.tables:,} new tables, "
           "one micro-batch each, Spark local[2]")
-    print_table(run(args.tables, args.changes, args.brokers, args.profile, args.cpu_by_call))
+    print_table(run(args.tables, args.changes, args.brokers, args.profile, args.cpu_by_call, args.jobs))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -95,3 +95,26 @@ def rewrite(spark: SparkSession, path: str, change: Callable[[DataFrame], DataFr
     harmless: each change is only asked for while the table still has the old shape."""
     df = spark.read.format("delta").load(path)
     (change(df).write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path))
+
+
+def plain(dt: Any) -> bool:
+    """A type a protocol-1/2 Delta table holds (others, such as TIMESTAMP_NTZ, need a table feature, which
+    Delta's CREATE TABLE turns on by itself)."""
+    from pyspark.sql import types as T
+
+    return isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.StringType, T.BinaryType,
+                           T.BooleanType, T.DoubleType, T.FloatType, T.DecimalType, T.DateType, T.TimestampType)) \
+        and getattr(dt, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+
+
+def plain_nested(dt: Any) -> bool:
+    """`plain`, or arrays, maps and structs of such types (protocol 1/2 holds them too)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dt, T.ArrayType):
+        return plain_nested(dt.elementType)
+    if isinstance(dt, T.MapType):
+        return plain_nested(dt.keyType) and plain_nested(dt.valueType)
+    if isinstance(dt, T.StructType):
+        return all(plain_nested(f.dataType) for f in dt.fields)
+    return plain(dt)
