@@ -105,6 +105,8 @@ def test_a_feature_turned_on_by_the_driver_is_what_delta_writes_for_the_same_alt
         assert log.alter(str(ours), before, {}, [], 10 + i, "app", operation(plan), alt.schema_json,
                          properties=alt.properties, features=alt.features) == before.version + 1
     assert _state(ours) == _state(theirs)  # Delta's own log is the golden
+    # the upgrade and the DDL's txn are one commit: a restart (a fresh reader) finds the DDL applied, never half
+    assert RustLog().txn_version(str(ours), "app", "changefeed.app.ddlVersion") == 10 + len(plans) - 1
     order = "id"
     assert _rows(spark, ours, order) == _rows(spark, theirs, order)
     names = spark.read.format("delta").load(str(ours)).columns
