@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import orjson
 import pyarrow as pa
 
-from changefeed.spark.apply.ddldriver import altered, new_schema, operation, rows_after
+from changefeed.spark.apply.ddldriver import altered, operation, rows_after
 from changefeed.spark.apply.ddlplan import AddColumn, ChangeType, ColumnPlan, DropNotNull
 
 MAPPED = {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-9f"}
+
+
+def new_schema(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped: bool) -> str | None:
+    """`altered`'s schema where the DDL needs no feature turned on (None: it does, or the log cannot express it)."""
+    a = altered(schema_json, plan, desired, mapped)
+    return None if a is None else a.schema_json
 
 
 def _schema(*fields: dict) -> str:

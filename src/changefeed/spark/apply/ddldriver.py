@@ -11,10 +11,9 @@ table (every file removed). The feature a rename/drop or a widening needs is tur
 is off (`ddlfeatures`, table-features auto: 6 and 13 Spark jobs through Delta, none here). A default filled into
 the rows that predate it is written by the driver too when it holds the table's rows (`driverfiles.Kept`: what its
 last rewrite wrote) or the table has none: the rows with the column filled, one file, in the same commit as the
-schema. The rows the driver
-holds follow the DDL (a widened column cast), so the table's next rewrite reads nothing back. Anything else (a type
-change that is no such widening, a column added under column mapping, a table on S3 or the driver does not commit,
-a default of a type kept out below) is Delta's DDL, as before.
+schema. The rows the driver holds follow the DDL (a widened column cast), so the table's next rewrite reads
+nothing back. Anything else (a type change that is no such widening, a column added under column mapping, a table
+on S3 or the driver does not commit, a default of a type kept out below) is Delta's DDL, as before.
 `CHANGEFEED_DRIVER_DDL=0` turns this off.
 """
 
@@ -101,12 +100,6 @@ def altered(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped:
                 turned.append(ddlfeatures.TYPE_WIDENING)
                 widening = True
     return Altered(orjson.dumps({"type": "struct", "fields": fields}).decode(), properties, tuple(turned))
-
-
-def new_schema(schema_json: str, plan: ColumnPlan, desired: dict[str, Any], mapped: bool) -> str | None:
-    """`altered`'s schema where the DDL needs no feature turned on (None: it does, or the log cannot express it)."""
-    a = altered(schema_json, plan, desired, mapped)
-    return None if a is None else a.schema_json
 
 
 def operation(plan: ColumnPlan) -> str:

@@ -58,9 +58,6 @@ SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
 _LOG_FILE = re.compile(r"\d{20}\.json|\d{20}\.checkpoint(\.\d+\.\d+)?(\.[^.]+)?\.parquet|_last_checkpoint")
 
 
-_plain = features.plain  # (drivermerge reads it here)
-
-
 class Lake:
     """One lake, for one consumer (app id): paths, Delta tables, their versions, and the file system."""
 
@@ -214,7 +211,7 @@ class Lake:
         schema = schema_of()
         props = features.creation_properties(schema.fieldNames())  # plain unless a name needs more
         marks = {self.ddl_property: str(version)} if version is not None else {}
-        if props or not all(_plain(f.dataType) for f in schema.fields):
+        if props or not all(features.plain(f.dataType) for f in schema.fields):
             b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
             for k, v in {**props, **marks}.items():
                 b = b.property(k, v)
@@ -240,7 +237,8 @@ class Lake:
             if path in self._tables or self.exists(path):
                 continue
             schema = schema_of()
-            if not features.creation_properties(schema.fieldNames()) and all(_plain(f.dataType) for f in schema.fields):
+            if not features.creation_properties(schema.fieldNames()) \
+                    and all(features.plain(f.dataType) for f in schema.fields):
                 plain.append((path, schema, version))
         made = self.logs.create_many([(p, sc.json(), {self.ddl_property: str(v)}) for p, sc, v in plain],
                                      defer=defer and self.names is None)
