@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tablefiles import FIELD_ID, MAPPING_MODE, PHYSICAL_NAME, TYPE_CHANGES, _widening_read
+from .tablefiles import FIELD_ID, MAPPING_MODE, PHYSICAL_NAME, TYPE_CHANGES, widening_read
 
 COLUMN_MAPPING, TYPE_WIDENING = "columnMapping", "typeWidening"  # (table_features' names)
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
@@ -78,7 +78,7 @@ def widened(field: dict[str, Any], to_type: str) -> dict[str, Any] | None:
     `delta.typeChanges`. None: not a widening Delta makes that Spark's Parquet reader also reads (`widenings_read`:
     an integer to a wider one, float to double, a decimal to more precision at the same scale)."""
     from_type = field.get("type")
-    if not isinstance(from_type, str) or not _widening_read(from_type, to_type):
+    if not isinstance(from_type, str) or not widening_read(from_type, to_type):
         return None
     meta = dict(field.get("metadata") or {})
     meta[TYPE_CHANGES] = [*(meta.get(TYPE_CHANGES) or []), {"toType": to_type, "fromType": from_type}]

@@ -134,13 +134,15 @@ def widenings_read(schema_json: str) -> bool:
         if isinstance(f.get("type"), dict) or not isinstance(changes, list):
             return False  # a nested column's inner field (fieldPath): not looked into
         for c in changes:
-            if not isinstance(c, dict) or c.get("fieldPath") or not _widening_read(str(c.get("fromType")),
+            if not isinstance(c, dict) or c.get("fieldPath") or not widening_read(str(c.get("fromType")),
                                                                                    str(c.get("toType"))):
                 return False
     return True
 
 
-def _widening_read(old: str, new: str) -> bool:
+def widening_read(old: str, new: str) -> bool:
+    """Whether a file written as `old` reads as `new` without a cast the driver's rewrite must make: the widenings
+    Delta's type widening allows that a Parquet reader follows (integers, float to double, decimal precision up)."""
     if old in _INTEGRAL and new in _INTEGRAL:
         return _INTEGRAL.index(old) < _INTEGRAL.index(new)
     if (old, new) == ("float", "double"):
