@@ -122,18 +122,24 @@ class MultiWriter:
         of those whose rows the driver does not hold (`driverfiles.Kept`, up to `DRIVER_MAX_READS` tables), collected
         in one job for all of them; each table's last operations applied to its rows in Arrow, its file written and
         committed as `write` does. The groups left for `write` (too many changes, a table too big or empty, or what
-        the driver cannot merge as Spark does)."""
+        the driver cannot merge as Spark does). A table without files holds no rows: nothing to read (a database's
+        first micro-batch: its new tables, made by this commit, took `write`'s 6 jobs)."""
         if os.environ.get(DRIVER_MERGE, "1") == "0":
             return groups
         mine: list[list[tuple[Planned, TableFiles, pa.Table | None]]] = []
         rest: list[list[tuple[Planned, TableFiles]]] = []
         changes = reads = 0
+        large: bool | None = None
         for g in groups:
             took, left = [], []
             for p, tf in g:
                 held = self.kept.get(p.path, tf.version, tf.files)
                 if held is not None and held.column_names != _names(tf.schema_json):
                     held = None
+                if held is None and not tf.files:  # an empty table (a new one): its rows are none
+                    if large is None:
+                        large = bool(self.lake.spark._jconf.arrowUseLargeVarTypes())  # as `toArrow` types them
+                    held = driverfiles.no_rows(tf.schema_json, large)
                 n = p.write.changes
                 if n is not None and changes + n <= DRIVER_MAX_CHANGES and driverfiles.small(tf.size, [n]) \
                         and (held is not None or (tf.files and reads < DRIVER_MAX_READS)) \
