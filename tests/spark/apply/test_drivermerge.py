@@ -9,6 +9,7 @@ import random
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from changefeed.spark.apply import drivermerge
 
@@ -111,3 +112,21 @@ def test_what_spark_would_do_otherwise_is_left_to_its_job() -> None:
     assert drivermerge.apply(h, wider, KEYS, KEY_NAMES, COLS, VALS, HAS) is None
     floating = ops.set_column(ops.schema.get_field_index("offset"), "offset", ops["offset"].cast(pa.float64()))
     assert drivermerge.last_per_key(floating, KEY_NAMES, BY) is None
+
+
+def test_tables_holding_no_rows_are_merged_at_once_as_each_alone() -> None:
+    """Several empty tables' operations (a database's new tables, each its index in `__t`): each table's rows as the
+    model computes them from its own operations; a NULL where a NOT NULL column would take it declines all."""
+    rng = random.Random(11)
+    empty = HELD.empty_table()
+    per_table = [_case(rng)[1] for _ in range(5)]
+    ops = pa.Table.from_pylist([{**o, "__t": i} for i, table_ops in enumerate(per_table) for o in table_ops],
+                               schema=OPS.append(pa.field("__t", pa.int32())))
+    got = drivermerge.apply_all(empty, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY)
+    assert got is not None
+    for i, table_ops in enumerate(per_table):
+        mine = got.filter(pc.equal(got["__t"], i)).drop_columns(["__t"])
+        assert _rows(mine) == _model([], table_ops), i
+    assert sum(_model([], o) != [] for o in per_table) >= 3  # (tables with rows among them)
+    assert drivermerge.apply_all(empty, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY,
+                                 frozenset({"name"})) is None  # (some new row's name is NULL)

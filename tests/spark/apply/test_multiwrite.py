@@ -180,6 +180,37 @@ def _killed_while_creating(spark, staged: Path, live: Path, lake: Path, options:
     assert not list((lake / "_changefeed" / "progress").glob("batch-*.json"))  # the batch never completed
 
 
+def test_a_new_tables_first_rows_are_merged_on_the_driver(spark, tmp_path: Path, monkeypatch) -> None:
+    """A database's first micro-batch: its new tables (each made by its first commit) hold no rows, so their
+    groups are merged on the driver after the one job collecting their operations, not by the Spark job that
+    joins them with the rows they hold (`MultiWriter.write`); the lake as upstream holds it."""
+    from changefeed.spark.apply import drivermerge
+
+    jobs: list[int] = []
+    on_empty: list[bool] = []
+    apply, write = drivermerge.apply, multiwrite.MultiWriter.write
+
+    def merge(held, *args):  # noqa: ANN001, ANN002, ANN202
+        out = apply(held, *args)
+        if held.num_rows == 0:
+            on_empty.append(out is not None)
+        return out
+
+    monkeypatch.setattr(drivermerge, "apply", merge)
+    monkeypatch.setattr(multiwrite.MultiWriter, "write", lambda self, group, *a: (jobs.append(len(group)),
+                                                                                  write(self, group, *a)))
+    events = _events(seed=5, transactions=40)
+    staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
+    produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
+    copy_records(staged, live, "t", {0: 1.0, 1: 1.0, 2: 1.0})
+    consume(spark, live, lake, "canal-json", {"enable-tidb-extension": "true"})
+    progress = read_progress(spark, str(lake))
+    assert len([r for r in progress if r["rows"]]) == 1  # (one micro-batch: the database's first)
+    lake_equals(spark, lake, final_state(events, upto=progress[-1]["applied_ts"]))
+    assert jobs == [], jobs
+    assert on_empty and all(on_empty), on_empty  # (each group's new tables at once: `drivermerge.apply_all`)
+
+
 def test_rows_kept_from_the_drivers_last_write_stand_for_the_tables_files(spark, kafka_broker: str,
                                                                          tmp_path: Path, monkeypatch) -> None:
     """Many micro-batches in one run (60 messages each, from Kafka): a table's next rewrite starts from the rows
@@ -301,7 +332,7 @@ def test_a_table_rewritten_alone_holds_what_its_merge_would(spark, tmp_path: Pat
         (staging / app / "0123abcd" / "__t=0").mkdir(parents=True)
         (staging / app / "0123abcd" / "__t=0" / "part-0.parquet").write_bytes(b"PAR1")
     consume(spark, live, tmp_path / "rewritten", "canal-json", options, **kw)
-    assert sum(merged) >= 3, merged  # (a window's first write of a new table: empty, its Spark job)
+    assert sum(merged) >= 3, merged  # (a new table's first write too: it holds no rows)
     assert not (staging / "changefeed" / "0123abcd").exists()
     assert (staging / "other" / "0123abcd" / "__t=0" / "part-0.parquet").read_bytes() == b"PAR1"
     monkeypatch.setattr(multiwrite, "ALONE_MAX_BYTES", -1)

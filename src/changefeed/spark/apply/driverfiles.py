@@ -12,6 +12,8 @@ lists it, no reader sees it.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import threading
 import time
@@ -30,6 +32,19 @@ def small(held_bytes: int, changes: list[int | None]) -> bool:
     """Whether a group's result is small enough to pass through the driver (its changes all counted)."""
     return held_bytes <= MAX_HELD_BYTES and all(n is not None for n in changes) \
         and sum(n or 0 for n in changes) <= MAX_CHANGES
+
+
+@functools.lru_cache(maxsize=1024)
+def no_rows(schema_json: str, large_types: bool) -> pa.Table:
+    """No rows of a table's schema (a Delta schema's JSON), typed as `toArrow` types its files' rows read back:
+    every column nullable, as Spark reads files (`large_types`: the session's `arrowUseLargeVarTypes`)."""
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    fields = T.StructType.fromJson(json.loads(schema_json)).fields
+    return to_arrow_schema(T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]),
+                           error_on_duplicated_field_names_in_struct=True,
+                           prefers_large_types=large_types).empty_table()
 
 
 def split(rows: pa.Table, column: str, tables: int) -> list[pa.Table]:

@@ -108,3 +108,19 @@ def apply(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str],
         columns.append(v)
     written = pa.Table.from_arrays(columns, schema=schema)
     return pa.concat_tables([kept, written]).combine_chunks()
+
+
+def apply_all(empty: pa.Table, ops: pa.Table, table: str, keys: list[str], key_names: list[str], cols: list[str],
+              vals: list[str], has: list[str], by: list[str], not_null: frozenset[str] = frozenset()
+              ) -> pa.Table | None:
+    """The operations of several tables that hold no rows (`empty`: their common schema), each table's index in
+    column `table`: each table's rows after them, that index beside them (what `last_per_key` and `apply` give
+    table by table, in one pass: the index a key column more). None as `last_per_key` or `apply` say."""
+    import pyarrow as pa
+
+    t_type = ops.schema.field(table).type
+    held = empty.append_column(pa.field(table, t_type), pa.array([], t_type))
+    last = last_per_key(ops, [table, *key_names], by)
+    if last is None:
+        return None
+    return apply(held, last, [table, *keys], [table, *key_names], cols, vals, has, not_null)

@@ -122,18 +122,24 @@ class MultiWriter:
         of those whose rows the driver does not hold (`driverfiles.Kept`, up to `DRIVER_MAX_READS` tables), collected
         in one job for all of them; each table's last operations applied to its rows in Arrow, its file written and
         committed as `write` does. The groups left for `write` (too many changes, a table too big or empty, or what
-        the driver cannot merge as Spark does)."""
+        the driver cannot merge as Spark does). A table without files holds no rows: nothing to read (a database's
+        first micro-batch: its new tables, made by this commit, took `write`'s 6 jobs)."""
         if os.environ.get(DRIVER_MERGE, "1") == "0":
             return groups
         mine: list[list[tuple[Planned, TableFiles, pa.Table | None]]] = []
         rest: list[list[tuple[Planned, TableFiles]]] = []
         changes = reads = 0
+        large: bool | None = None
         for g in groups:
             took, left = [], []
             for p, tf in g:
                 held = self.kept.get(p.path, tf.version, tf.files)
                 if held is not None and held.column_names != _names(tf.schema_json):
                     held = None
+                if held is None and not tf.files:  # an empty table (a new one): its rows are none
+                    if large is None:
+                        large = bool(self.lake.spark._jconf.arrowUseLargeVarTypes())  # as `toArrow` types them
+                    held = driverfiles.no_rows(tf.schema_json, large)
                 n = p.write.changes
                 if n is not None and changes + n <= DRIVER_MAX_CHANGES and driverfiles.small(tf.size, [n]) \
                         and (held is not None or (tf.files and reads < DRIVER_MAX_READS)) \
@@ -151,8 +157,12 @@ class MultiWriter:
             return groups
         ops_of, names, read = self._operations(mine)
         for g, ops, (key_names, vals, has, by) in zip(mine, ops_of, names, strict=True):
-            parts: list[pa.Table] = []
-            done: list[tuple[Planned, TableFiles]] = []
+            parts = self._new_tables(g, ops, key_names, vals, has, by)
+            if parts is not None:  # (None: not all empty, or what the driver cannot do: table by table below)
+                done = [(p, tf) for p, tf, _ in g]
+                self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
+                continue
+            parts, done = [], []
             for (p, tf, kept), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
                 held = kept if kept is not None else read[p.path]
                 try:
@@ -169,6 +179,23 @@ class MultiWriter:
             if done:
                 self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
         return rest
+
+    def _new_tables(self, g: list[tuple[Planned, TableFiles, pa.Table | None]], ops: pa.Table, key_names: list[str],
+                    vals: list[str], has: list[str], by: list[str]) -> list[pa.Table] | None:
+        """A group of tables that all hold no rows (a database's new tables) merged at once (`drivermerge.apply_all`:
+        not a few Arrow calls per table, ~1.5 ms each), each table's rows; None: not all empty, or what the driver
+        cannot do as Spark does."""
+        held = [kept for _, _, kept in g]
+        first = held[0]
+        if len(g) < 2 or first is None or any(h is None or h.num_rows or h.schema != first.schema for h in held):
+            return None
+        p, tf = g[0][0], g[0][1]
+        try:
+            rows = drivermerge.apply_all(first, ops, TABLE, self.proj.keys(p.t), key_names, p.cols, vals, has, by,
+                                         _not_null(tf.schema_json))
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        return None if rows is None else driverfiles.split(rows, TABLE, len(g))
 
     def _operations(self, groups: list[list[tuple[Planned, TableFiles, pa.Table | None]]]
                     ) -> tuple[list[pa.Table], list[tuple[list[str], list[str], list[str], list[str]]],

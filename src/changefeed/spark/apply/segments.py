@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from ...ddl import TABLE_RENAMING, drops_schema, drops_table, truncates
+from ...ddl import TABLE_RENAMING, changes_columns, drops_schema, drops_table, truncates
 from ...model import TableInfo
 from . import schedule
 from .ddlplan import complete
@@ -96,6 +96,36 @@ def _later_ddls(ddls: list[Ddl], tables: dict[TableKey, int]) -> Callable[[Table
         return [ddls[j] for j in idx[bisect.bisect_right(idx, step):]]
 
     return later
+
+
+def stamps_from_spans(spans: list[dict[TableKey, schedule.Span]], lo: int, hi: int, ddls: list[Ddl],
+                      ddl_definitions: bool) -> tuple[dict[TableKey, int], dict[TableKey, list[int]]] | None:
+    """Each table's changes in the window (lo, hi] and its rows' least commit ts per batch read, from the batches'
+    spans, exactly what `WindowApplier._segments`' job finds when it matters: every span lies inside the window or
+    wholly outside it, and no DDL that may touch a table falls within one of its spans (a database's first window:
+    each CREATE TABLE before its table's rows). A stretch between the DDL of a table then holds all of a span or
+    none of it, so one stamp per span answers `any_rows` as the job's per-segment stamps do. None otherwise (a
+    rename, whose old table `complete` finds only later; a span astride the window's ends or a DDL)."""
+    counts: dict[TableKey, int] = {}
+    ranges: dict[TableKey, list[tuple[int, int]]] = {}
+    for per_batch in spans:
+        for k, (least, latest, n) in per_batch.items():
+            if latest <= lo or least > hi:
+                continue  # none of its rows in the window
+            if least <= lo or latest > hi:
+                return None
+            counts[k] = counts.get(k, 0) + n
+            ranges.setdefault(k, []).append((least, latest))
+    for d in ddls:
+        if d.ddl_type in TABLE_RENAMING:
+            return None
+        if (d.after is None or not d.after.columns) and (not ddl_definitions or changes_columns(d.ddl_type)):
+            named = list(counts)  # its definitions still to be read from its statement (`complete`): any table
+        else:
+            named = touches(d, counts)
+        if any(least <= d.commit_ts <= latest for k in named for least, latest in ranges[k]):
+            return None
+    return counts, {k: sorted(least for least, _ in r) for k, r in ranges.items()}
 
 
 WRITE, KEEP, DISCARD = "write", "keep", "discard"
@@ -185,7 +215,8 @@ class WindowApplier:
         `spans` (per batch read, each table's least and latest commit ts): for a window without DDL the tables
         with rows are those whose span meets (lo, hi], found without a Spark job (a table whose rows all fall
         outside the window is merged with an empty source, which changes nothing); `rows_applied` then counts
-        those tables' changes in the batches read, not only the window's.
+        those tables' changes in the batches read, not only the window's. A window with DDL whose tables' spans
+        allow it (`stamps_from_spans`: a database's first window) finds its tables' segments without a job too.
         """
         ddls = schedule.ddls_in(self.catalog.pending.values(), lo, hi, keyed=keyed_batch is not None)
         if self.o.apply_as_deletes:
@@ -201,37 +232,22 @@ class WindowApplier:
             if lap is not None:
                 lap("merge")
             return
+        known = None
+        if spans is not None and keyed_batch is None and from_cache:  # a database's first window: no job
+            known = stamps_from_spans(spans, lo, hi, ddls, self.o.ddl_definitions)
         if not from_cache:  # read from the changelog: once, not once per table and segment
             window = window.persist()
         try:
-            self._segments(window, lo, hi, ddls, rep, keyed_batch, lap)
+            self._segments(window, lo, hi, ddls, rep, keyed_batch, lap, known)
         finally:
             if not from_cache:
                 window.unpersist()
 
     def _segments(self, window: DataFrame, lo: int, hi: int, ddls: list[Ddl], rep: BatchReport,
-                  keyed_batch: int | None, lap: Callable[[str], None] | None) -> None:
-        # one job: each table's rows per stretch between the window's DDL (their count and least commit ts),
-        # so finding the DDL segments with rows takes none; a few rows per table, not one per commit ts
-        bounds = sorted({d.commit_ts for d in ddls})
-        if len(bounds) <= 64:
-            seg = sum((F.when(F.col("commit_ts") > b, 1).otherwise(0) for b in bounds), F.lit(0))
-        else:  # a window dense with DDL: one row per commit ts
-            seg = F.col("commit_ts")
-        per_ts = window.groupBy("database", "table", seg.alias("_seg"), "topic", "partition").agg(
-            F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts"), F.max("commit_ts").alias("top")
-        ).collect()
-        counts: dict[TableKey, int] = {}
-        stamps: dict[TableKey, list[int]] = {}
-        floors = schedule.RedeliveryFloors(self.state.key_floors)
-        for r in per_ts:
-            k = (r["database"], r["table"])
-            counts[k] = counts.get(k, 0) + r["n"]
-            stamps.setdefault(k, []).append(r["commit_ts"] if r["commit_ts"] is not None else lo + 1)
-            if keyed_batch is not None and r["top"]:  # what each partition applied, per table
-                floors.raise_to(r["topic"], r["partition"], r["database"], r["table"], r["top"])
-        for v in stamps.values():
-            v.sort()
+                  keyed_batch: int | None, lap: Callable[[str], None] | None,
+                  known: tuple[dict[TableKey, int], dict[TableKey, list[int]]] | None = None) -> None:
+        """`known`: each table's count and stamps found without the job (`stamps_from_spans`)."""
+        counts, stamps = known if known is not None else self._stamps(window, lo, ddls, keyed_batch)
         if lap is not None:
             lap("window")
         done: dict[TableKey, int] = {}  # per table: rows applied up to this commit ts
@@ -292,3 +308,29 @@ class WindowApplier:
         rep.rows_applied += sum(counts.values())
         if lap is not None:
             lap("merge")
+
+    def _stamps(self, window: DataFrame, lo: int, ddls: list[Ddl], keyed_batch: int | None
+                ) -> tuple[dict[TableKey, int], dict[TableKey, list[int]]]:
+        """One job: each table's rows per stretch between the window's DDL (their count and least commit ts),
+        so finding the DDL segments with rows takes none; a few rows per table, not one per commit ts. Without
+        watermarks, each partition's redelivery floors raised to what it applied of each table."""
+        bounds = sorted({d.commit_ts for d in ddls})
+        if len(bounds) <= 64:
+            seg = sum((F.when(F.col("commit_ts") > b, 1).otherwise(0) for b in bounds), F.lit(0))
+        else:  # a window dense with DDL: one row per commit ts
+            seg = F.col("commit_ts")
+        per_ts = window.groupBy("database", "table", seg.alias("_seg"), "topic", "partition").agg(
+            F.count("*").alias("n"), F.min("commit_ts").alias("commit_ts"), F.max("commit_ts").alias("top")
+        ).collect()
+        counts: dict[TableKey, int] = {}
+        stamps: dict[TableKey, list[int]] = {}
+        floors = schedule.RedeliveryFloors(self.state.key_floors)
+        for r in per_ts:
+            k = (r["database"], r["table"])
+            counts[k] = counts.get(k, 0) + r["n"]
+            stamps.setdefault(k, []).append(r["commit_ts"] if r["commit_ts"] is not None else lo + 1)
+            if keyed_batch is not None and r["top"]:  # what each partition applied, per table
+                floors.raise_to(r["topic"], r["partition"], r["database"], r["table"], r["top"])
+        for v in stamps.values():
+            v.sort()
+        return counts, stamps
