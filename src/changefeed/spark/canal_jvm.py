@@ -6,6 +6,10 @@ keep canal-json's own value text (binary as ISO-8859-1 characters, ENUM/SET as i
 replaying the statement, which needs the previous definition: Python's SchemaTracker), messages that do not
 parse, claim-check references — goes through the Python decoder (`decode.py`) in the same micro-batch, so a
 bad message still lands in the dead-letter table with its bytes and the reason.
+
+A row carries its table's shape (`table_def`) only where its partition first shows that shape in the batch, as the
+Python decoder writes it once per shape per task: a shape on every row made every row one the minimal changelog keeps
+(`restart.restart_rows`) and the control job collects (bench/RESULTS.md, 2026-11-28).
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | Sc
         F.lit(None).cast("map<string,string>").alias("before"), F.lit(None).cast("map<string,string>").alias("after"),
         *[F.lit(None).cast("string").alias(c) for c in ("ddl", "ddl_type", "table_def", "pre_table_def", "error")],
         F.lit(None).cast("binary").alias("key"), F.lit(None).cast("binary").alias("value"))
-    rows = fast.where("m.type <> 'TIDB_WATERMARK'").select(
-        "*", F.posexplode("m.data").alias("idx", "row")).select(
+    changed = fast.where("m.type <> 'TIDB_WATERMARK'")
+    rows = changed.select("*", F.posexplode("m.data").alias("idx", "row")).select(
         "topic", "partition", "offset", F.col("idx").cast("int").alias("idx"),
         F.lower("m.type").alias("kind"), F.col("m.database").alias("database"), F.col("m.table").alias("table"),
         F.coalesce("m._tidb.commitTs", F.shiftleft("m.es", 18)).alias("commit_ts"),
@@ -62,8 +66,15 @@ def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | Sc
         F.expr("CASE m.type WHEN 'DELETE' THEN row WHEN 'UPDATE' THEN m.old[idx] END").alias("before"),
         F.expr("CASE WHEN m.type <> 'DELETE' THEN row END").alias("after"),
         F.lit(None).cast("string").alias("ddl"), F.lit(None).cast("string").alias("ddl_type"),
-        F.expr(_TABLE_SHAPE).alias("table_def"), F.lit(None).cast("string").alias("pre_table_def"),
+        F.expr(_TABLE_SHAPE).alias("table_def") if raw.isStreaming else F.lit(None).cast("string").alias("table_def"),
+        F.lit(None).cast("string").alias("pre_table_def"),
         F.lit(None).cast("string").alias("error"), F.lit(None).cast("binary").alias("key"),
         F.lit(None).cast("binary").alias("value"))
+    if not raw.isStreaming:  # (apply_changes decodes each micro-batch, not a stream: a stream keeps it on every row)
+        # each shape's first message per partition: a small aggregate, broadcast to its rows (the batch parsed again)
+        firsts = F.broadcast(changed.groupBy("topic", "partition", F.expr(_TABLE_SHAPE).alias("_shape")).agg(
+            F.min("offset").alias("offset")).select("topic", "partition", "offset", F.lit(0).alias("idx"), "_shape"))
+        rows = rows.join(firsts, ["topic", "partition", "offset", "idx"], "left").select(
+            *[F.col("_shape").alias(c) if c == "table_def" else c for c in rows.columns])
     slow = decode(rest, "canal-json", options, store)
     return rows.unionByName(marks).unionByName(slow)
