@@ -1,7 +1,7 @@
 """Kafka (local broker) -> decode -> Delta SCD1 on local[2] (or a cluster), beside two baselines in the same run.
 
     .venv/bin/python bench/spark_pipeline.py [--changes 1000000] [--batches 4] [--brokers HOST:PORT] \
-        [--master spark://127.0.0.1:7077] [--jvm-decode]
+        [--master spark://127.0.0.1:7077] [--jvm-decode] [--conf K=V ...]
 
 With --master every pipeline runs on that cluster (e.g. one started by scripts/spark-cluster); the lake is in
 a temporary folder, so the executors must share this machine's file system.
@@ -15,13 +15,17 @@ batch. All share one Spark session. The JVM's JIT keeps compiling through the fi
 threads took 8.7 CPU-s of the first 1M-change run, then 5.3, 3.7, 2.8, 2.1, 1.9 over the next five;
 bench/RESULTS.md), so every pipeline first runs the same topic untimed, in turn (`--warm-runs` each, printed as the
 cold figures); they are then timed in the order ours, naive, from_json, from_json, naive, ours, and each figure is
-the mean of its pipeline's two timed runs (the target: ours at 2.5x each baseline).
+the mean of its pipeline's two timed runs (the target: ours at 2.5x each baseline). Beside each timed run: the CPU
+seconds of the process tree (this Python, the JVM, Spark's Python workers, the broker; ended ones too), the JVM's
+GC seconds and its Spark jobs, which depend less on a loaded machine than its wall seconds. `--conf`: a Spark
+setting over the session's defaults (an A/B of them runs this twice, one process each).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -179,8 +183,39 @@ def from_json_merge(spark, brokers: str, topic: str, lake: Path, per_batch: int)
 BASELINES = {"naive": naive, "from_json": from_json_merge}
 
 
-def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]", warm_runs: int = WARM_RUNS
-        ) -> list[dict]:
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its descendants, those that ended included: each one's own (utime, stime) and
+    its waited-for children's (cutime, cstime). Spark's idle Python workers end mid-run (bench/floor.py's reading,
+    of the live processes only, then fell by theirs)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(d.name)] = f
+            children.setdefault(int(f[1]), []).append(int(d.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            total += sum(int(x) for x in stats[p][11:15])
+        todo.extend(children.get(p, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _meters(spark):  # noqa: ANN001, ANN202 - a session; a reading of (CPU-s, GC s, jobs)
+    """What a run costs besides its wall seconds: the process tree's CPU-s, the JVM's GC seconds, Spark's jobs."""
+    me = os.getpid()
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    sched = spark.sparkContext._jsc.sc().dagScheduler()
+    return lambda: (tree_cpu(me), sum(b.getCollectionTime() for b in beans) / 1000, sched.numTotalJobs())
+
+
+def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]", warm_runs: int = WARM_RUNS,
+        conf: dict[str, str] | None = None) -> list[dict]:
     from changefeed.spark import spark_session
 
     evs = events(n)
@@ -188,7 +223,7 @@ def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2
         topic = f"spark_bench_{uuid.uuid4().hex[:8]}"
         produce(evs, where, topic)
         del evs
-        spark = spark_session(master, "changefeed-bench")
+        spark = spark_session(master, "changefeed-bench", conf=conf)
         spark.sparkContext.setLogLevel("ERROR")
         # every pipeline runs the timed stream first, untimed and in turn: the JIT converges only over several
         # full-size runs (a 200k-change warm-up left ours' first timed run 18-20 s against 13-14 s later)
@@ -206,9 +241,14 @@ def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2
         order = [*pipelines, *reversed(pipelines)]
         times: dict[str, list[float]] = {k: [] for k in pipelines}
         lakes: dict[str, list[Path]] = {k: [] for k in pipelines}
+        meter = _meters(spark)
+        costs: list[str] = []
         for i, name in enumerate(order):
             lakes[name].append(Path(tmp) / f"{name}{i}")
+            c0, g0, j0 = meter()
             times[name].append(pipelines[name](spark, where, topic, lakes[name][-1], per_batch))
+            c1, g1, j1 = meter()
+            costs.append(f"{name} {c1 - c0:.1f} CPU-s, GC {g1 - g0:.1f} s, {j1 - j0} jobs")
         for j in range(2):  # every run ended with the same table as ours
             a = spark.read.format("delta").load(str(lakes["ours"][j] / "bench/t"))
             for name in BASELINES:
@@ -217,6 +257,7 @@ def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2
                     raise RuntimeError(f"ours and the {name} pipeline ended with different tables")
     for k in PHASES:
         PHASES[k] /= 2
+    print("cost per timed run, in the order run: " + "; ".join(costs))
     print("seconds per run, in the order run: " + ", ".join(
         f"{name} {times[name][0 if i < len(pipelines) else 1]:.1f}" for i, name in enumerate(order)))
     mean = {k: sum(v) / len(v) for k, v in times.items()}
@@ -237,12 +278,16 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     ap.add_argument("--warm-runs", type=int, default=WARM_RUNS, help="untimed runs of each pipeline first")
     ap.add_argument("--jvm-decode", action="store_true", help="ours decodes rows on the JVM (read_changes' jvm_decode)")
+    ap.add_argument("--conf", action="append", default=[], help="a Spark setting K=V over the session's defaults")
     args = ap.parse_args()
     global JVM_DECODE
     JVM_DECODE = args.jvm_decode
     print(f"canal-json from Kafka into Delta (SCD1), {args.changes:,} changes in {args.batches} micro-batches, "
           f"Spark {args.master}" + (", ours decoding on the JVM" if JVM_DECODE else ""))
-    print_table(run(args.changes, args.batches, args.brokers, args.master, args.warm_runs))
+    conf = dict(c.split("=", 1) for c in args.conf)
+    if conf:
+        print("settings: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
+    print_table(run(args.changes, args.batches, args.brokers, args.master, args.warm_runs, conf))
     print(f"(target: {TARGET_RATIO}x each baseline's rows/s, measured in the same session)")
     print("ours, seconds per step over all micro-batches (mean of its two runs): "
           + ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items()))

@@ -132,6 +132,15 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
     assert jvm.where("kind = 'error'").count() == 0
     assert sorted(tuple(r) for r in jvm.select(*key, "kind", "commit_ts").collect()) == \
         sorted(tuple(r) for r in py.select(*key, "kind", "commit_ts").collect())
+    # a row carries its table's shape only where its partition first shows that shape (the minimal changelog keeps
+    # such rows, the control job collects them): each partition's first row of a table has one, no shape twice
+    changed = jvm.where("kind IN ('insert', 'update', 'delete')")
+    shaped = changed.where("table_def IS NOT NULL").groupBy("partition", "table_def").agg(
+        F.count("*").alias("n"), F.min(F.struct("offset", "idx")).alias("at")).collect()
+    assert shaped and max(r["n"] for r in shaped) == 1, sorted(r["n"] for r in shaped)[-3:]
+    firsts = changed.groupBy("partition", "table").agg(F.min(F.struct("offset", "idx")).alias("at")).collect()
+    assert {(r["partition"], tuple(r["at"])) for r in firsts} <= {(r["partition"], tuple(r["at"])) for r in shaped}
+    assert len(shaped) < changed.count() / 10
     compared = 0
     for (db, name), versions in defs.items():
         t = versions[-1]

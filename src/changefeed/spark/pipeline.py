@@ -77,8 +77,8 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     DDL, watermark; undecodable messages as kind='error' rows with their bytes and the reason.
 
     `jvm_decode=True` reads canal-json row and watermark messages with `from_json` on the JVM instead of
-    the Python decoder in `mapInArrow`; measured on this project's VM it is the slower of the two (most of
-    the cost is the table shape it writes on every row; see bench/RESULTS.md), so it is not the default.
+    the Python decoder in `mapInArrow`; measured on this project's VM it is the slower of the two (see
+    bench/RESULTS.md), so it is not the default.
     Either way canal-json images keep the protocol's own value text (`types.typed(..., dialect="canal")`):
     values are not checked against their column types on the way in; one that does not fit its type
     (never in TiCDC's output) becomes NULL in the table, as Spark's PERMISSIVE JSON reading does.
