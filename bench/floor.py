@@ -81,8 +81,8 @@ def _caller() -> str:
 
 def tree_cpu(pid: int) -> dict[str, float]:
     """CPU seconds (user + system) of a process and its descendants, by part: "python" (this process), "jvm" (Spark's
-    JVM: the driver and its executors) and "workers" (Spark's Python workers); less dependent on the machine's load
-    than wall time."""
+    JVM: the driver and its executors), "workers" (Spark's Python workers) and "ended" (descendants that ended and
+    were waited for: Spark's idle Python workers end mid-run); less dependent on the machine's load than wall time."""
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
     names: dict[int, str] = {}
@@ -97,7 +97,7 @@ def tree_cpu(pid: int) -> dict[str, float]:
             names[int(d.name)] = head.split("(", 1)[1]
             children.setdefault(int(f[1]), []).append(int(d.name))
     tick = os.sysconf("SC_CLK_TCK")
-    out = {"python": 0.0, "jvm": 0.0, "workers": 0.0}
+    out = {"python": 0.0, "jvm": 0.0, "workers": 0.0, "ended": 0.0}
     todo = [pid]
     while todo:
         p = todo.pop()
@@ -105,6 +105,7 @@ def tree_cpu(pid: int) -> dict[str, float]:
         if f is not None:
             part = "python" if p == pid else "jvm" if names[p] == "java" else "workers"
             out[part] += (int(f[11]) + int(f[12])) / tick  # utime, stime (fields 14-15 of stat)
+            out["ended"] += (int(f[13]) + int(f[14])) / tick  # cutime, cstime: its children waited for
             if part == "jvm":
                 for k, v in jvm_threads(p).items():
                     out[f"jvm {k}"] = out.get(f"jvm {k}", 0.0) + v
@@ -113,7 +114,7 @@ def tree_cpu(pid: int) -> dict[str, float]:
 
 
 def _cpu(parts: dict[str, float]) -> float:
-    return sum(parts[k] for k in ("python", "jvm", "workers"))
+    return sum(parts[k] for k in ("python", "jvm", "workers", "ended"))
 
 
 def jvm_threads(pid: int) -> dict[str, float]:
@@ -264,7 +265,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
                                 "seconds": rep.seconds, "phases": dict(rep.phases), "jobs": jobs - last["jobs"],
                                 "py4j": calls - last["py4j"][0], "py4j_s": secs - last["py4j"][1],
                                 "gap": starts.get(rep.batch_id, now) - last["end"],
-                                "cpu": sum(cpu[k] - last["cpu"][k] for k in ("python", "jvm", "workers")),
+                                "cpu": _cpu(cpu) - _cpu(last["cpu"]),
                                 **{k: counts[k] - last["jvm"][k] for k in counts},
                                 "cpu_by": {k: cpu[k] - last["cpu"].get(k, 0.0) for k in cpu},
                                 "steps": list(steps)})

@@ -40,6 +40,7 @@ from changefeed.model import Column, Event, Index, Kind, TableInfo  # noqa: E402
 from changefeed.produce import Producer  # noqa: E402
 from changefeed.sinkconfig import resolve  # noqa: E402
 from changefeed.transport.kafka import KafkaTransport  # noqa: E402
+from floor import _cpu, tree_cpu  # noqa: E402
 from kafka import broker  # noqa: E402
 
 TABLE = TableInfo("bench", "t", columns=[
@@ -183,35 +184,12 @@ def from_json_merge(spark, brokers: str, topic: str, lake: Path, per_batch: int)
 BASELINES = {"naive": naive, "from_json": from_json_merge}
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and its descendants, those that ended included: each one's own (utime, stime) and
-    its waited-for children's (cutime, cstime). Spark's idle Python workers end mid-run (bench/floor.py's reading,
-    of the live processes only, then fell by theirs)."""
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            stats[int(d.name)] = f
-            children.setdefault(int(f[1]), []).append(int(d.name))
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        if p in stats:
-            total += sum(int(x) for x in stats[p][11:15])
-        todo.extend(children.get(p, []))
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def _meters(spark):  # noqa: ANN001, ANN202 - a session; a reading of (CPU-s, GC s, jobs)
     """What a run costs besides its wall seconds: the process tree's CPU-s, the JVM's GC seconds, Spark's jobs."""
     me = os.getpid()
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     sched = spark.sparkContext._jsc.sc().dagScheduler()
-    return lambda: (tree_cpu(me), sum(b.getCollectionTime() for b in beans) / 1000, sched.numTotalJobs())
+    return lambda: (_cpu(tree_cpu(me)), sum(b.getCollectionTime() for b in beans) / 1000, sched.numTotalJobs())
 
 
 def run(n: int, batches: int, brokers: str | None = None, master: str = "local[2]", warm_runs: int = WARM_RUNS,
