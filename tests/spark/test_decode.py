@@ -96,12 +96,11 @@ def test_a_ddl_on_every_partition_is_parsed_once_per_process_and_decodes_alike(t
     assert checks[1] == checks[2] == checks[0] - len(creates)
 
 
-@pytest.mark.parametrize("reader", ["jvm", "jvm-held", "raw"])
+@pytest.mark.parametrize("reader", ["jvm", "raw"])
 def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_path: Path, reader: str) -> None:
     """The fast canal-json readers (from_json on the JVM; the raw JSON in mapInArrow, read_changes' default)
     keep canal-json's own value text; they must give the same Spark values as the protocol's decoder (datums,
-    then text) for every change of a workload with every type family. jvm-held: the JVM decoder as a streaming
-    apply_changes runs it on each micro-batch, its parsed messages cached once for its branches."""
+    then text) for every change of a workload with every type family."""
     from pyspark.sql import functions as F
 
     from changefeed.produce import open_producer
@@ -124,16 +123,9 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
     transport.close()
     opts = {"enable-tidb-extension": "true"}
     src = f"file://{tmp_path}/s/t"
-    held: list = []
-    if reader == "jvm-held":
-        from changefeed.spark.canal_jvm import decode_canal
-
-        jvm = decode_canal(read_raw(spark, parse_source(src), streaming=False), opts, str(tmp_path / "a"), held)
-        assert len(held) == 1 and held[0].is_cached
-    else:
-        jvm = read_changes(spark, src, "canal-json", opts, streaming=False, schema_store=str(tmp_path / "a"),
-                           jvm_decode=reader == "jvm")
-        assert traits_of(jvm).text_dialect == "canal"
+    jvm = read_changes(spark, src, "canal-json", opts, streaming=False, schema_store=str(tmp_path / "a"),
+                       jvm_decode=reader == "jvm")
+    assert traits_of(jvm).text_dialect == "canal"
     py = decode(read_raw(spark, parse_source(src), streaming=False), "canal-json", opts, str(tmp_path / "b"))
     jvm, py = jvm.cache(), py.cache()  # decoded once each, for the twenty comparisons below
     key = ["partition", "offset", "idx"]
@@ -163,8 +155,6 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
             compared += a.count()
     jvm.unpersist()
     py.unpersist()
-    for df in held:
-        df.unpersist()
     assert compared > 500
 
 

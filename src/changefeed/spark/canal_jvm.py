@@ -41,19 +41,11 @@ _TABLE_SHAPE = "to_json(named_struct('schema', m.database, 'table', m.`table`, '
                "'pkNames', m.pkNames))"
 
 
-def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | SchemaFolder | None,
-                 held: list[DataFrame] | None = None) -> DataFrame:
-    """CHANGES_SCHEMA rows of canal-json messages: rows and watermarks on the JVM, the rest in Python.
-
-    `held`: a micro-batch's caller that unpersists what is put there once the batch is done; the parsed messages
-    are then cached, so the four branches that read them (rows, watermarks, the rest, the shapes' first rows) parse
-    each message once, not four times."""
+def decode_canal(raw: DataFrame, options: dict[str, str] | None, store: str | SchemaFolder | None) -> DataFrame:
+    """CHANGES_SCHEMA rows of canal-json messages: rows and watermarks on the JVM, the rest in Python."""
     from pyspark.sql import functions as F
 
     parsed = raw.withColumn("m", F.from_json(F.col("value").cast("string"), MESSAGE_SCHEMA))
-    if held is not None and not raw.isStreaming:
-        parsed = parsed.persist()
-        held.append(parsed)
     jvm = F.expr(_JVM_ROW)
     mark = F.col("m.type") == "TIDB_WATERMARK"
 

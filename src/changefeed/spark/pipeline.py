@@ -39,7 +39,7 @@ class ChangeStream:
     raw: DataFrame  # the raw records the changes are decoded from
     # with a JVM decoder: apply_changes decodes each micro-batch from its raw records itself, cached (the
     # decoder reads them in two passes: rows on the JVM, the rest in Python)
-    jvm_decoder: Callable[[DataFrame, list[DataFrame] | None], DataFrame] | None = None
+    jvm_decoder: Callable[[DataFrame], DataFrame] | None = None
 
 
 def _carry(changes: DataFrame, stream: ChangeStream) -> DataFrame:
@@ -99,16 +99,13 @@ def read_changes(spark: SparkSession, source: str, protocol: str, options: dict[
     dialect = traits.text_dialect
     jvm = jvm_decode and (dialect == "canal" or protocol == "avro")
     if jvm and dialect == "canal":
-        def decoder(r: DataFrame, held: list[DataFrame] | None = None) -> DataFrame:
-            return decode_canal(r, options, store, held)  # rows and watermarks by from_json; DDL in Python
+        def decoder(r: DataFrame) -> DataFrame:
+            return decode_canal(r, options, store)  # rows and watermarks by from_json; DDL in Python
     elif jvm:
-        def decoder(r: DataFrame, held: list[DataFrame] | None = None) -> DataFrame:
-            if held is not None:  # it reads each micro-batch twice: its records cached
-                r = r.persist()
-                held.append(r)
+        def decoder(r: DataFrame) -> DataFrame:
             return decode_avro(r, options, store)  # framed rows by from_avro; the rest in Python
     else:
-        def decoder(r: DataFrame, held: list[DataFrame] | None = None) -> DataFrame:
+        def decoder(r: DataFrame) -> DataFrame:
             # canal dialect: rows read straight from the JSON (decode.py's raw fast path)
             return decode(r, protocol, options, store, dialect=dialect)
     if protocol == "avro" and jvm and raw.isStreaming:
@@ -185,17 +182,16 @@ def apply_changes(changes: DataFrame, target: str, *, keys: list[str] | None = N
     if not checkpoint:
         raise ValueError("a streaming apply_changes needs checkpoint= (where Spark keeps the source offsets)")
     prepare_checkpoint(changes.sparkSession, checkpoint)  # on S3: its folder, a checkpoint manager that can
-    if stream is not None and stream.jvm_decoder is not None:  # it reads each micro-batch more than once
+    if stream is not None and stream.jvm_decoder is not None:  # it reads each micro-batch twice: cache its records
         decoder = stream.jvm_decoder
 
         def from_raw(batch: DataFrame, batch_id: int) -> BatchReport:
             cache_in_session(batch.sparkSession)  # no session clone per cache (caching.py)
-            held: list[DataFrame] = []  # what the decoder cached of the batch (its records, or them parsed)
+            batch = batch.persist()
             try:
-                return applier.process(decoder(batch, held), batch_id)
+                return applier.process(decoder(batch), batch_id)
             finally:
-                for df in held:
-                    df.unpersist()
+                batch.unpersist()
 
         w = stream.raw.writeStream.foreachBatch(batch_guard(from_raw) if batch_guard else from_raw)
     else:
