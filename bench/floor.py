@@ -170,7 +170,7 @@ def by_step(sched: Any, me: int) -> tuple[list[dict[str, Any]], Any]:
 
 def run(chunk: int, count: int, transactions: int, profile: int = 0,
         conf: dict[str, str] | None = None, warm: bool = False,
-        steps_of: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        steps_of: bool = False, jvm_decode: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`count` micro-batches of `chunk` events each, in lockstep: the next chunk is written (and flushed) by the
     previous batch's report, before Spark asks the source for its next offsets, so every batch holds one chunk
     whatever the machine's load. Verified at the end. Returns the batches and the run's totals."""
@@ -276,7 +276,7 @@ def run(chunk: int, count: int, transactions: int, profile: int = 0,
 
             t0 = time.monotonic()
             changes = read_changes(spark, sink.split("?", 1)[0], protocol, codec_opts,
-                                   schema_store=schema_store(cp))
+                                   schema_store=schema_store(cp), jvm_decode=jvm_decode)
             query = apply_changes(changes, opts.lake_location, checkpoint=cp, trigger="processing-time=0 seconds",
                                   on_batch=on_batch)
             try:
@@ -392,10 +392,11 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting K=V (as `changefeed run --conf`)")
     ap.add_argument("--warm-up", action="store_true", help="the consumer's warm-up (spark/warmup.py) first")
     ap.add_argument("--steps", action="store_true", help="each DDL's apply and each step's writes: jobs, CPU s")
+    ap.add_argument("--jvm-decode", action="store_true", help="canal-json rows decoded on the JVM (read_changes')")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}", flush=True)
     batches, totals = run(args.chunk, args.count, args.transactions, args.profile,
-                            dict(c.split("=", 1) for c in args.conf), args.warm_up, args.steps)
+                            dict(c.split("=", 1) for c in args.conf), args.warm_up, args.steps, args.jvm_decode)
     report(batches, totals, args.skip, args.batches)
     print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
 
