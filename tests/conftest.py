@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # no warm-up before a stream (spark/warmup.py) in the commands the tests start: each would pay tens of seconds on
 # two cores; the tests that check the warm-up ask for it (--warm-up). Subprocesses inherit it.
 os.environ.setdefault("CHANGEFEED_WARM_UP", "0")
+# the JIT's first tier only in the JVMs the tests launch (CHANGEFEED_JVM_OPTIONS, spark/session.py): a test's JVM
+# lives seconds to minutes, and C2's compiles of Spark's generated code took a third of its CPU on two cores; with
+# C1 alone a DDL-heavy consume took 124-130 CPU-s against 180-187 (bench/RESULTS.md). Code runs the same, slower at
+# its peak. Subprocesses inherit it.
+os.environ.setdefault("CHANGEFEED_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 def load_events(path: Path) -> list:

@@ -80,16 +80,18 @@ SMALL_MACHINE_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 def small_machine() -> dict[str, str]:
     """The small-machine defaults, with the class-data archive of spark/classcache.py in the JVM's options when the
-    set-up built one for this JVM and these jars (a launch then maps its classes instead of loading them)."""
+    set-up built one for this JVM and these jars (a launch then maps its classes instead of loading them), and
+    CHANGEFEED_JVM_OPTIONS after ours: flags added to the defaults (a `spark.driver.extraJavaOptions` replaces
+    them all)."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
         return dict(SMALL_MACHINE)  # no JVM to launch
     from .classcache import java_options
 
-    cds = java_options()
-    java = SMALL_MACHINE["spark.driver.extraJavaOptions"]
-    return {**SMALL_MACHINE, "spark.driver.extraJavaOptions": f"{java} {cds}" if cds else java}
+    java = " ".join(o for o in (SMALL_MACHINE["spark.driver.extraJavaOptions"], java_options(),
+                                os.environ.get("CHANGEFEED_JVM_OPTIONS", "").strip()) if o)
+    return {**SMALL_MACHINE, "spark.driver.extraJavaOptions": java}
 
 
 def connector_jars(folder: Path = JARS) -> list[Path]:
