@@ -60,3 +60,21 @@ def test_a_table_writes_rows_within_its_bounds(spark, rows) -> None:  # noqa: AN
     before = _compiles(spark)
     assert TableWrite("shop", "a", 2, rows, after=102, upto=158).rows.count() == 28
     assert _compiles(spark) == before
+
+
+def _jobs(spark) -> int:  # noqa: ANN001
+    return spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+
+
+def test_values_run_no_job_of_their_own(spark, rows) -> None:  # noqa: ANN001
+    """The values reach the query without a job (a broadcast of their relation ran one per query)."""
+    def jobs_of(df) -> tuple[int, int]:  # noqa: ANN001
+        before = _jobs(spark)
+        n = df.groupBy("database").count().collect()[0]["count"]
+        return n, _jobs(spark) - before
+
+    plain, plain_jobs = jobs_of(rows.where("commit_ts > 120"))
+    bound, bound_jobs = jobs_of(within(rows, "commit_ts > _p_lo AND commit_ts <= _p_hi", _p_lo=120, _p_hi=10**15))
+    both, both_jobs = jobs_of(bind(rows, _batch=3).where("commit_ts > 120 AND _batch = 3"))
+    assert (plain, bound, both) == (79, 79, 79)
+    assert bound_jobs == plain_jobs and both_jobs == plain_jobs

@@ -3,9 +3,12 @@
 Spark's generated Java code writes a long literal into its source, so `commit_ts <= 1387391877120` compiles to
 a new class for every new bound: each micro-batch of a consumer planned ~12 new classes (Janino, on the
 driver, before its jobs start), and loading them made the JVM's C2 compiler recompile what had inlined the old
-ones (its threads took ~9 CPU-s of an 18 s run on two cores, after a million-change warm-up). Read from a
-one-row relation joined by broadcast, the bound is a column: the code is the same every batch, and Spark's
-codegen cache serves it (bench/RESULTS.md).
+ones (its threads took ~9 CPU-s of an 18 s run on two cores, after a million-change warm-up). The values are
+read from a scalar subquery over a one-row local relation, as one struct: the code keeps a struct result out of
+its source (a reference object, as it keeps strings), so it is the same every batch and Spark's codegen cache
+serves it; and the subquery is run on the driver, with no job (a broadcast join of the same relation, the form
+before, ran a job per query: `executeCollectIterator`, bench/RESULTS.md). The relation must have a FROM: a
+subquery of a bare SELECT is inlined by the optimizer, folded to literals, and compiled per value again.
 """
 
 from __future__ import annotations
@@ -15,30 +18,36 @@ from typing import TYPE_CHECKING, Any
 from .options import q, sql_string
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+
+
+def _lit(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    return sql_string(v) if isinstance(v, str) else str(int(v))
 
 
 def local_rows(spark: Any, rows: list[tuple[Any, ...]], columns: list[tuple[str, str]]) -> DataFrame:
     """A small table of driver-side values as SQL VALUES: a local relation, which a broadcast join takes without
-    a Spark job (`createDataFrame` of Python rows runs one, through a Python worker)."""
-    def lit(v: Any) -> str:
-        if v is None:
-            return "NULL"
-        return sql_string(v) if isinstance(v, str) else str(int(v))
-
-    values = ", ".join("(" + ", ".join(lit(v) for v in r) + ")" for r in rows)
+    a Python worker (`createDataFrame` of Python rows runs a job through one)."""
+    values = ", ".join("(" + ", ".join(_lit(v) for v in r) + ")" for r in rows)
     cast = ", ".join(f"CAST(col{i + 1} AS {t}) AS {q(n)}" for i, (n, t) in enumerate(columns))
     return spark.sql(f"SELECT {cast} FROM VALUES {values}")
+
+
+def scalar(spark: Any, **values: int | None) -> Column:
+    """The values as one struct column (a long field each, NULL for None) that compiles to the same code whatever
+    they are, and runs no job: a scalar subquery (module docstring)."""
+    fields = ", ".join(f"{sql_string(n)}, CAST(col{i + 1} AS BIGINT)" for i, n in enumerate(values))
+    row = ", ".join(_lit(v) for v in values.values())
+    return spark.sql(f"SELECT named_struct({fields}) AS v FROM VALUES ({row})").scalar()
 
 
 def bind(df: DataFrame, **values: int | None) -> DataFrame:
     """`df` with a long column per value (NULL for None), the same in every row: a filter or a projection
     that reads it compiles to the same code whatever the value."""
-    from pyspark.sql import functions as F
-
-    names = list(values)
-    one = local_rows(df.sparkSession, [tuple(values[n] for n in names)], [(n, "long") for n in names])
-    return df.crossJoin(F.broadcast(one))
+    one = scalar(df.sparkSession, **values)
+    return df.select("*", *[one.getField(n).alias(n) for n in values])
 
 
 def within(df: DataFrame, cond: str, **values: int | None) -> DataFrame:
