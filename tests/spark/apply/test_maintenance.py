@@ -190,7 +190,10 @@ out.with_name("ready").write_text("1")
 while not stop.exists():
     for t in sorted(p for p in lake.glob("*/*") if (p / "_delta_log").is_dir() and not p.parent.name.startswith("_")):
         name = "delta.`%s`" % t
-        cols = s.read.format("delta").load(str(t)).columns
+        try:
+            cols = s.read.format("delta").load(str(t)).columns
+        except Exception:  # its _delta_log/ made, its first commit not yet written: not a table yet, as in Delta
+            continue
         key = "id" if "id" in cols else cols[0]
         for op, sql in (("optimize", f"OPTIMIZE {name}"), ("zorder", f"OPTIMIZE {name} ZORDER BY ({key})"),
                         ("vacuum", f"VACUUM {name} RETAIN 1 HOURS"),
