@@ -109,9 +109,8 @@ def produce(
     sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?... or file:///dir/topic?...")],
     config: opt.Config = None,
     input: opt.Input = None,
-    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
-    ddl_to_all_partitions: Annotated[bool, typer.Option(
-        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    watermark_interval_ms: opt.WatermarkInterval = 1000,
+    ddl_to_all_partitions: opt.DdlToAllPartitions = False,
     connect_timeout: opt.ConnectTimeout = 30.0,
     debug: opt.Debug = False,
 ) -> None:

@@ -79,7 +79,7 @@ def consume(
 
 def transcode(
     source: opt.From,
-    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///...")],
+    sink_uri: opt.StreamSinkUri,
     protocol: opt.ProtocolOverride = None,
     option: opt.CodecOptions = None,
     checkpoint: Annotated[str | None, typer.Option(help="the query's checkpoint folder (default: "
@@ -87,9 +87,8 @@ def transcode(
                           ] = None,
     trigger: opt.Trigger = "available-now",
     max_records_per_trigger: opt.MaxRecords = None,
-    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
-    ddl_to_all_partitions: Annotated[bool, typer.Option(
-        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    watermark_interval_ms: opt.WatermarkInterval = 1000,
+    ddl_to_all_partitions: opt.DdlToAllPartitions = False,
     master: opt.Master = None,
     config: opt.Config = None,
     connect_timeout: opt.ConnectTimeout = 30.0,
@@ -111,12 +110,11 @@ def transcode(
 
 def replay(
     lake: opt.Lake,
-    sink_uri: Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///...")],
+    sink_uri: opt.StreamSinkUri,
     from_ts: Annotated[int | None, typer.Option(help="the first commit ts sent (default: all)")] = None,
     tables: Annotated[str | None, typer.Option(help="db.table,db.* ... (default: every table)")] = None,
-    watermark_interval_ms: Annotated[int, typer.Option(help="commit time between watermarks")] = 1000,
-    ddl_to_all_partitions: Annotated[bool, typer.Option(
-        help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")] = False,
+    watermark_interval_ms: opt.WatermarkInterval = 1000,
+    ddl_to_all_partitions: opt.DdlToAllPartitions = False,
     master: opt.Master = None,
     config: opt.Config = None,
     connect_timeout: opt.ConnectTimeout = 30.0,

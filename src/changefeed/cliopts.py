@@ -39,6 +39,12 @@ ConnectTimeout = Annotated[float, typer.Option(
 WaitForTopic = Annotated[bool, typer.Option(
     "--wait-for-topic", help="wait for a topic the cluster does not have yet (default: refuse it)")]
 
+# the commands that send a stream (produce, transcode, replay)
+StreamSinkUri = Annotated[str, typer.Option("--sink-uri", help="kafka://host:port/topic?protocol=... or file:///...")]
+WatermarkInterval = Annotated[int, typer.Option(help="commit time between watermarks")]
+DdlToAllPartitions = Annotated[bool, typer.Option(
+    help="canal-json: DDL to every partition (TiCDC's MQ sink) instead of partition 0 (the spec)")]
+
 # consume
 From = Annotated[str, typer.Option("--from", help="kafka://host:port/topic[,topic] or file:///dir/topic")]
 Lake = Annotated[str, typer.Option("--lake", help="folder of the Delta tables (<lake>/<db>/<table>)")]
