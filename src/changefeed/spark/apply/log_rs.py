@@ -27,7 +27,8 @@ from ...errors import ApplyError
 from ..objectstore import is_s3
 from . import ddlfeatures, logfile
 from .checkpoints import Checkpointer, due
-from .logstore import LocalFiles, LogFiles
+from .log_create import LOCAL, Creation, log_file
+from .logstore import LogFiles
 from .tablefiles import TableFiles, refusal
 
 DIRECT = "CHANGEFEED_DIRECT_COMMITS"  # 0: every commit through delta-rs (else plain ones are written as files)
@@ -38,14 +39,7 @@ CHECKPOINT_INTERVAL = 10  # Delta's default `delta.checkpointInterval` (delta-rs
 WIDENING = frozenset({"typeWidening", "typeWidening-preview"})
 
 
-def _log_file(path: str, version: int) -> str:
-    return f"{path.rstrip('/')}/_delta_log/{version:020d}.json"
-
-
-LOCAL = LocalFiles()
-
-
-class RustLog:
+class RustLog(Creation):
     """`JvmLog`'s interface over delta-rs; paths are local folders, or s3a:// ones where `s3` gives the store's
     files for a path. Each table's `DeltaTable` is kept between
     calls and brought up to date only when its log holds a later commit: loading one from its log took about as
@@ -93,7 +87,7 @@ class RustLog:
                 self._open.move_to_end(path)
         files = self.files(path)
         if dt is not None:
-            if files.exists(_log_file(path, dt.version() + 1)):
+            if files.exists(log_file(path, dt.version() + 1)):
                 dt.update_incremental()
             return dt
         from deltalake import DeltaTable
@@ -119,7 +113,7 @@ class RustLog:
     def read(self, path: str, kept: TableFiles | None) -> TableFiles:
         """The table's files at its latest version (`kept` when the log holds no later commit)."""
         self._check_own(path)
-        if kept is not None and not self.files(path).exists(_log_file(path, kept.version + 1)):
+        if kept is not None and not self.files(path).exists(log_file(path, kept.version + 1)):
             return kept
         self._creating.pop(path, None)  # another writer made the table first: its version 0 stands
         dt = self._table(path)
@@ -148,95 +142,6 @@ class RustLog:
         txn = dt.transaction_version(app_id)
         ddl = dt.metadata().configuration.get(prop)
         return max(-1 if txn is None else int(txn), -1 if ddl is None else int(ddl))
-
-    def created(self, schema_json: str, configuration: dict[str, str], version: int = 0) -> TableFiles:
-        """The files of a table `create` has just made as the log's first file (`direct`): what reading its log
-        back would give (the schema as delta-rs writes it), without opening it (a database's first micro-batch
-        creates its tables: each opened after took ~0.5 ms and ~50 KB of the driver's memory). `version` -1: a
-        table `defer_many` will make with its first commit."""
-        from deltalake import Schema
-
-        schema = Schema.from_json(schema_json).to_json()
-        meta = {"partitionColumns": [], "configuration": configuration, "schemaString": schema}
-        return TableFiles(version, schema, {}, refusal(logfile.PLAIN_PROTOCOL["protocol"], meta, []),
-                          dict(configuration))
-
-    def defer_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[TableFiles]:
-        """Plain new tables (path, schema, properties) in local folders whose creation is made by their first
-        commit (`_put`, `commit_all`: version 0 holds the creation and the first rows, as Delta's CREATE TABLE AS
-        SELECT writes it): their folders made, their files as `created` gives them at version -1. What is not
-        committed so is made by `materialize`, which the caller runs before anything else reads these tables."""
-        out = []
-        for path, schema_json, configuration in tables:
-            LOCAL.prepare(path)
-            self._creating[path] = (schema_json, dict(configuration))
-            out.append(self.created(schema_json, configuration, -1))
-        return out
-
-    def creating(self, path: str) -> bool:
-        """Whether the table at `path` waits for its first commit to be made (`defer_many`)."""
-        return path in self._creating
-
-    def materialize(self, paths: list[str] | None = None) -> None:
-        """The tables of `paths` (None: all) still waiting for their first commit made as `create_many` makes
-        them (a table another writer made meanwhile is left as it is: its version 0 stands)."""
-        todo = [p for p in (self._creating if paths is None else paths) if p in self._creating]
-        if todo:
-            self.create_many([(p, *self._creating.pop(p)) for p in todo])
-
-    def _data(self, path: str, before: TableFiles, removed: dict[str, int], added: list[tuple[str, int, int]],
-              version: int, app_id: str, now: int, mode: str, stats: dict[str, str] | None) -> bytes:
-        """A commit's bytes on top of `before`: with the table's creation where it waits for this commit."""
-        creating = self._creating.get(path) if before.version == -1 else None
-        if creating is not None:
-            return logfile.creation_write(creating[0], creating[1], added, app_id, version, now, stats)
-        return logfile.write(removed, added, app_id, version, now, mode, stats)
-
-    def create_many(self, tables: list[tuple[str, str, dict[str, str]]]) -> list[bool]:
-        """`create` of many plain tables (path, schema, properties), their first log files written at once
-        (`put_all_if_absent`: one wait for the disk, or PUTs in flight together); False where a table is there."""
-        if not self.direct or not tables:
-            return [self.create(*t) for t in tables]
-        now = int(time.time() * 1000)
-        by: dict[int, tuple[LogFiles, list[int]]] = {}  # per store (the local disk, a bucket's): its tables
-        for i, (path, _, _) in enumerate(tables):
-            files = self.files(path)
-            files.prepare(path)
-            by.setdefault(id(files), (files, []))[1].append(i)
-        out = [False] * len(tables)
-        for files, idx in by.values():
-            try:
-                made = files.put_all_if_absent([(_log_file(tables[i][0], 0),
-                                                 logfile.creation(tables[i][1], tables[i][2], now)) for i in idx])
-            except logfile.NoLinks:
-                self.direct = False  # delta-rs commits from now on
-                made = [self.create(*tables[i]) for i in idx]
-            for i, m in zip(idx, made, strict=True):
-                out[i] = m
-        return out
-
-    def create(self, path: str, schema_json: str, configuration: dict[str, str]) -> bool:
-        """A plain table (protocol 1/2) of that schema and properties; False: a table is already there."""
-        from deltalake import DeltaTable, Schema
-        from deltalake.exceptions import DeltaError
-
-        files = self.files(path)
-        if self.direct:
-            files.prepare(path)
-            try:
-                return files.put_if_absent(_log_file(path, 0),
-                                           logfile.creation(schema_json, configuration, int(time.time() * 1000)))
-            except logfile.NoLinks:
-                self.direct = False  # delta-rs commits from now on
-        try:
-            DeltaTable.create(files.uri(path), Schema.from_json(schema_json), mode="error",
-                              configuration=configuration, raise_if_key_not_exists=False,
-                              storage_options=files.options)
-        except DeltaError as e:
-            if "already exists" in str(e):
-                return False
-            raise
-        return True
 
     def append(self, path: str, before: TableFiles, added: list[tuple[str, int, int]], version: int,
                app_id: str, stats: dict[str, str] | None = None) -> int:
@@ -284,7 +189,7 @@ class RustLog:
                                     commit_properties=CommitProperties(
                                         app_transactions=[Transaction(app_id, version, now)]))
         committed = before.version + 1
-        if _holds_txn(self.files(path).read(_log_file(path, committed)), app_id, version):
+        if _holds_txn(self.files(path).read(log_file(path, committed)), app_id, version):
             # the commit is the next version: the kept object follows it in the background (a window over many
             # tables commits each; the next use of this table waits for it)
             self._following[path] = self._follower.submit(dt.update_incremental)
@@ -301,7 +206,7 @@ class RustLog:
         v = before.version + 1
         files = self.files(path)
         while True:
-            data = files.read(_log_file(path, v))
+            data = files.read(log_file(path, v))
             if data is None:
                 break
             actions = [orjson.loads(line) for line in data.splitlines() if line.strip()]
@@ -329,7 +234,7 @@ class RustLog:
             return
         version, ino, size = own
         try:
-            st = os.stat(_log_file(path, version))
+            st = os.stat(log_file(path, version))
         except FileNotFoundError:
             return  # removed by the log's cleanup after a checkpoint
         if (st.st_ino, st.st_size) != (ino, size):
@@ -368,7 +273,7 @@ class RustLog:
         version, or None (another writer's is there, or no links here: `direct` is then off)."""
         files = self.files(path)
         try:
-            if not files.put_if_absent(_log_file(path, committed), data):
+            if not files.put_if_absent(log_file(path, committed), data):
                 return None
         except logfile.NoLinks:
             self.direct = False  # delta-rs commits from now on
@@ -425,7 +330,7 @@ class RustLog:
         for i, (path, before, added, version, app_id, stats) in enumerate(items):
             if self._direct(before, added) and self.files(path).local:
                 todo.append(i)
-                put.append((_log_file(path, before.version + 1),
+                put.append((log_file(path, before.version + 1),
                             self._data(path, before, before.files, added, version, app_id, now, "Overwrite", stats)))
         if not todo:
             return out
@@ -446,7 +351,7 @@ class RustLog:
         """After this consumer's commit file `committed` is linked: it is noted as ours, and a checkpoint follows
         at the table's interval."""
         if files.local:
-            st = os.stat(_log_file(path, committed))
+            st = os.stat(log_file(path, committed))
             self._own[path] = (committed, st.st_ino, st.st_size)
         # at the interval since the last checkpoint (other writers' commits, a VACUUM's, may take the versions
         # at which Delta would have made one), the first one staggered; made in the background (checkpoints.py)
