@@ -21,7 +21,6 @@ import json
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -31,7 +30,7 @@ from pyspark.sql import types as T
 
 from . import driverfiles, pycycles
 from .deltalog import MAX_TABLE_BYTES, file_name, new_file_name
-from .multiwrite_driver import TABLE, DriverWrites, stored_schema
+from .multiwrite_driver import TABLE, DriverWrites, Planned, stored_schema
 from .options import q
 from .ordering import UPSERT
 from .params import local_rows
@@ -41,11 +40,9 @@ from .tablefiles import TableFiles, field_ids
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from ...model import TableInfo
     from .lake import Lake
     from .options import ApplyOptions
     from .projection import Projection
-    from .segments import TableWrite
 
 COMMIT_THREADS = 16  # a local group's table commits made at once
 MIN_TABLES = 3  # fewer tables of one shape than this share no job: each is written alone, or by its MERGE
@@ -56,16 +53,6 @@ SPREAD_BYTES = 8 << 20  # a job writing more than this spreads each table's rows
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = set("*?[]{}\\")  # a folder named with these would be read as a pattern
 _Added = tuple[list[tuple[str, int, int]], dict[str, str] | None]  # a table's files, and their stats where known
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A table write ready to be made: its definition, its folder, and the lake columns it sets."""
-
-    write: TableWrite
-    t: TableInfo
-    path: str
-    cols: list[str]
 
 
 class MultiWriter(DriverWrites):

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -26,16 +27,27 @@ from .scd1 import flat_ops
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ...model import TableInfo
     from .deltalog import DeltaLogs
     from .lake import Lake
-    from .multiwrite import Planned
     from .projection import Projection
+    from .segments import TableWrite
     from .tablefiles import TableFiles
 
 DRIVER_MERGE = "CHANGEFEED_DRIVER_MERGE"  # "0": every group's rewrite computed by its Spark job (`write_on_driver`)
 DRIVER_MAX_READS = 16  # tables whose files that job reads too (each a select of its own), at most
 DRIVER_MAX_CHANGES = 200_000  # a window's changes merged on the driver at most (their operations collected at once)
 TABLE = "__t"  # a table's index among those of one job
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A table write ready to be made: its definition, its folder, and the lake columns it sets."""
+
+    write: TableWrite
+    t: TableInfo
+    path: str
+    cols: list[str]
 
 
 class DriverWrites:
