@@ -26,7 +26,8 @@ SCRIPT = ROOT / "scripts" / "spark-cluster"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     """A running master with two workers of one core each; the test fails if they cannot start."""
-    env = dict(os.environ, SPARK_CLUSTER_DIR=str(tmp_path_factory.mktemp("spark-cluster")))
+    env = dict(os.environ, SPARK_CLUSTER_DIR=str(tmp_path_factory.mktemp("spark-cluster")),
+               SPARK_DAEMON_JAVA_OPTS=JVM)  # the master's and workers' own JVMs
     r = subprocess.run([str(SCRIPT), "start", "2", "1"], capture_output=True, text=True, env=env, timeout=180)
     assert r.returncode == 0, f"the standalone cluster did not start: {r.stderr[-2000:]}"
     url = r.stdout.strip().splitlines()[-1]
@@ -37,9 +38,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
         subprocess.run([str(SCRIPT), "stop"], env=env, timeout=120)
 
 
+# the JVMs of the cluster and of its applications as tests/conftest.py has the local ones: the JIT's first tier
+# (CHANGEFEED_JVM_OPTIONS), a serial GC (one core each); on a cluster master changefeed passes none of its own
+JVM = " ".join(("-XX:+UseSerialGC", os.environ.get("CHANGEFEED_JVM_OPTIONS", ""))).strip()
 # on a cluster master changefeed sets none of its small-machine defaults: this cluster is the small machine, and
 # says so the way a user does, with --conf
-SMALL = ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.default.parallelism=2",
+SMALL = ["--conf", f"spark.driver.extraJavaOptions={JVM}", "--conf", f"spark.executor.extraJavaOptions={JVM}",
+         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.default.parallelism=2",
          "--conf", "spark.databricks.delta.snapshotPartitions=2", "--conf", "spark.driver.memory=1g",
          "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
 
@@ -115,7 +120,7 @@ def test_executors_without_changefeed_fail_in_one_line(cluster: tuple[str, dict[
     (tmp_path / "t" / "meta.json").write_bytes(b'{"partitions": 1}')  # a topic (a missing one is refused first)
     r = subprocess.run([sys.executable, "-m", "changefeed.cli", "consume", "--from",
                         f"file://{tmp_path}/t?protocol=canal-json", "--lake", str(tmp_path / "lake"),
-                        "--master", master], capture_output=True, text=True, cwd=ROOT,
+                        "--master", master, *SMALL], capture_output=True, text=True, cwd=ROOT,
                        env=dict(env, PYSPARK_PYTHON=bare), timeout=300)
     assert r.returncode != 0
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]

@@ -1,5 +1,5 @@
 """The lake on an S3 API (S3Proxy started by scripts/s3, real S3A, real Delta, real delta-rs): the consumer killed
-mid-stream three times and restarted lands every table equal to upstream; delta-rs reads the tables Spark wrote;
+mid-stream twice and restarted lands every table equal to upstream; delta-rs reads the tables Spark wrote;
 a store that cannot be reached is one line naming it."""
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def _adds(s3_store, lake_key: str) -> list[tuple[str, dict, int]]:
     return out
 
 
-def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_it(spark, s3_store,
-                                                                                   tmp_path: Path) -> None:
+def test_consumer_killed_twice_on_s3_lands_every_table_and_delta_rs_reads_it(spark, s3_store,
+                                                                             tmp_path: Path) -> None:
     from deltalake import DeltaTable
 
     for k, v in s3_store.conf().items():  # the test's own session reads the lake too (to compare with delta-rs)
@@ -104,7 +104,11 @@ def test_consumer_killed_three_times_on_s3_lands_every_table_and_delta_rs_reads_
     consume = [*CLI, "consume", "--from", f"file://{folder}/t?protocol=canal-json&enable-tidb-extension=true",
                "--lake", lake, "--max-records-per-trigger", "60", "--table-features", "minimal",  # delta-rs reads it
                *s3_store.conf_args()]
-    for kill in range(3):  # each time once the lake has moved on: inside a micro-batch, between its commits
+    # each time once the lake has moved on: inside a micro-batch, between its commits. Two kills at two points (at
+    # the first commit; later, a second consumer refused meanwhile) check that a restart resumes what a kill cut
+    # short, and again after a restart, exactly once; a third (the test killed three times until 2026-11-28) cost
+    # a JVM launch and a first micro-batch more, and checked the same thing at another instant
+    for kill in range(2):
         before = _commits(s3_store, key)
         proc = subprocess.Popen([*consume, "--trigger", "processing-time=1 second"], cwd=ROOT, env=s3_store.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
