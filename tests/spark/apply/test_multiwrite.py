@@ -123,9 +123,13 @@ def test_many_tables_of_one_shape_land_as_upstream_holds_them(spark, tmp_path: P
     staged, live, lake = tmp_path / "staged", tmp_path / "live", tmp_path / "lake"
     produce(tmp_path, f"file://{staged}/t?protocol=canal-json&enable-tidb-extension=true&partition-num=3", events)
     options = {"enable-tidb-extension": "true"}
+    steps = [{0: 0.4, 1: 0.3, 2: 0.35}, {0: 0.7, 1: 0.8, 2: 0.6}]
     if committer == "changefeed":
         _killed_while_creating(spark, staged, live, lake, options, monkeypatch)
-    for upto in ({0: 0.4, 1: 0.3, 2: 0.35}, {0: 0.7, 1: 0.8, 2: 0.6}):
+    else:  # two deliveries do for the other committers: the first makes the tables (the ALTER and the TRUNCATE
+        # among its commits), the second rewrites those it changes; the extra split is the changefeed one's to check
+        steps = steps[1:]
+    for upto in steps:
         copy_records(staged, live, "t", upto)
         consume(spark, live, lake, "canal-json", options)
         applied = read_progress(spark, str(lake), last=True)[0]["applied_ts"]

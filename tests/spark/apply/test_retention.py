@@ -75,10 +75,10 @@ def test_the_changelog_is_trimmed_to_what_a_restart_needs(spark, tmp_path: Path,
 
     assert len(DeltaTable(first.layout.changelog).file_uris()) <= maintenance.COMPACT_MIN_FILES  # and compacted
 
-    # a restart reads back what it needs from the trimmed changelog and applies the rest exactly
+    # a restart reads back what it needs from the trimmed changelog and applies the rest exactly (one micro-batch:
+    # what it reads back is the same for one or several)
     again = ChangeApplier(spark, str(lake), options=opts(), partitions={"t": 3})
-    for b in range(4, 6):
-        again.process(batches[b], b)
+    again.process(changes.where(f"offset >= {cuts[4]}").select(*changes.columns), 4)
     lake_equals(spark, lake, final_state(events))
 
     # the full changelog: every change kept without a retention, trimmed with one (0 hours: any age)
