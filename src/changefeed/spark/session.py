@@ -76,6 +76,7 @@ SMALL_MACHINE = {
 # mallocs an arena of its own (up to 8 per core), and Spark's pools run hundreds of short-lived threads, so the JVM's
 # resident size outgrew what it had committed (Native Memory Tracking: +100 MB untracked by the fourth minute)
 SMALL_MACHINE_ENV = {"MALLOC_ARENA_MAX": "2"}
+JVM_OPTIONS = "CHANGEFEED_JVM_OPTIONS"  # flags added to a local JVM's defaults (`small_machine`)
 
 
 def small_machine() -> dict[str, str]:
@@ -90,7 +91,7 @@ def small_machine() -> dict[str, str]:
     from .classcache import java_options
 
     java = " ".join(o for o in (SMALL_MACHINE["spark.driver.extraJavaOptions"], java_options(),
-                                os.environ.get("CHANGEFEED_JVM_OPTIONS", "").strip()) if o)
+                                os.environ.get(JVM_OPTIONS, "").strip()) if o)
     return {**SMALL_MACHINE, "spark.driver.extraJavaOptions": java}
 
 
