@@ -108,6 +108,19 @@ def test_a_timestamp_at_the_last_microsecond_keeps_no_range_rather_than_failing(
     assert stats["nullCount"] == {"id": 0, "seen": 0}
 
 
+def test_a_date_past_year_9999_keeps_no_range_rather_than_failing(tmp_path: Path) -> None:
+    """Spark writes dates past 9999-12-31 (a mutated stream's value read as a date); Python's dates end there, so
+    the footer's range cannot be read as one: that column keeps no range, the others keep theirs."""
+    fields = [("id", "long"), ("day", "date")]
+    file = tmp_path / "f.parquet"
+    far = (dt.date(9999, 12, 31) - dt.date(1970, 1, 1)).days + 400  # a day in the year 10000
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "day": pa.array([0, far], pa.int32()).cast(
+        pa.date32())}), file)
+    stats = orjson.loads(filestats.of_file(str(file), _schema(fields), {}))
+    assert stats["minValues"] == {"id": 1} and stats["maxValues"] == {"id": 2}
+    assert stats["nullCount"] == {"id": 0, "day": 0}
+
+
 def test_with_column_mapping_stats_are_read_and_keyed_by_physical_names(tmp_path: Path) -> None:
     """Delta keys a column-mapped table's stats by each column's physical name, the name it has in the files."""
     schema = orjson.dumps({"type": "struct", "fields": [

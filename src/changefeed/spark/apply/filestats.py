@@ -186,7 +186,10 @@ def of_metadata(md: Any, schema_json: str, configuration: dict[str, str]) -> str
                 if s is None or md.row_group(g).num_rows != s.null_count:  # (a row group of nulls has no range)
                     ranged = False
                 continue
-            a, b = _value(t, s.min, scale, False), _value(t, s.max, scale, True)
+            try:
+                a, b = _value(t, s.min, scale, False), _value(t, s.max, scale, True)
+            except (OverflowError, ValueError):  # a date past Python's year 9999 (Spark writes them): no range
+                a = b = None
             if a is None or b is None:
                 ranged = False
                 continue

@@ -98,7 +98,7 @@ class MultiWriter(DriverWrites):
 
     def _shape(self, p: Planned) -> tuple[Any, ...] | None:
         """What must be equal for tables to share one job: columns, key, and how images are typed."""
-        if not p.write.shared or any(ch in p.path for ch in _GLOB):
+        if any(ch in p.path for ch in _GLOB):
             return None
         keys = self.proj.keys(p.t)
         by = p.t.by_name

@@ -36,9 +36,9 @@ TableKey = tuple[str, str]
 @dataclass(frozen=True)
 class TableWrite:
     """Rows of one table, written as its commit `version`: those of `window` of this table with a commit ts in
-    (`after`, `upto`] (None: unbounded). `shared`: the window's tables may be written together in one job
-    (`multiwrite`); without watermarks each table keeps its own MERGE. `changes`: at most this many of the
-    table's changes are among them (None: not counted)."""
+    (`after`, `upto`] (None: unbounded), with or without watermarks: a window's small tables are written together
+    (`multiwrite`, each key's changes in the order `ordering` gives, as its own MERGE would). `changes`: at most
+    this many of the table's changes are among them (None: not counted)."""
 
     database: str
     table: str
@@ -46,7 +46,6 @@ class TableWrite:
     window: DataFrame
     after: int | None = None
     upto: int | None = None
-    shared: bool = True
     changes: int | None = None
 
     @property
@@ -271,7 +270,7 @@ class WindowApplier:
                     version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
                                                    step=step)
                     last = upto if inclusive else upto - 1
-                    work.append(TableWrite(db, tbl, version, window, start, last, shared=keyed_batch is None,
+                    work.append(TableWrite(db, tbl, version, window, start, last,
                                            changes=counts[table]))
                 done[table] = upto if inclusive else upto - 1
             return work
