@@ -31,6 +31,7 @@ from . import ddlfeatures, driverfiles
 from .ddlplan import AddColumn, ChangeType, ColumnPlan, DropNotNull, plan_columns
 from .deltalog import new_file_name
 from .options import END_AT, START_AT
+from .tablefiles import column_names
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -213,7 +214,7 @@ class DriverDdl:
         self.lake.committed(path, version)
         for feature in alt.features if alt else ():
             upgraded(feature)
-        if rows is not None and rows.column_names == [f["name"] for f in orjson.loads(now.schema_json)["fields"]]:
+        if rows is not None and tuple(rows.column_names) == column_names(now.schema_json):
             self.kept.put(path, now.version, now.files, rows)
         else:
             self.kept.forget(path)

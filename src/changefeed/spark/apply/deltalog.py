@@ -18,14 +18,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import quote, unquote, urlparse
 
-import orjson
-
 from ...errors import ApplyError
 from ...s3http import S3Target
 from ..objectstore import SchemaFolder, is_s3, storage_options
 from .log_jvm import JvmLog
 from .logstore import LogFiles, S3Files, bucket_key
-from .tablefiles import TableFiles
+from .tablefiles import TableFiles, column_names
 
 if TYPE_CHECKING:
     from .log_jvm import LakeSession
@@ -135,7 +133,7 @@ class DeltaLogs:
             tf = self.files(path)
         except Exception:  # noqa: BLE001 - no table there, or one neither can read: Spark says why
             return None
-        return list(_column_names(tf.schema_json))
+        return list(column_names(tf.schema_json))
 
     def txn_version(self, path: str, app_id: str, prop: str) -> int:
         """The consumer's txnVersion in the table, or the DDL version in its property `prop`, the higher."""
@@ -354,12 +352,6 @@ class DeltaLogs:
             fs = self._s3fs[bucket] = SchemaFolder(path, storage_options(self.lake.spark, bucket)).filesystem()[0]
         u = urlparse(path)
         return fs, f"{u.netloc}{unquote(u.path)}".rstrip("/")
-
-
-@functools.lru_cache(maxsize=1024)
-def _column_names(schema_json: str) -> tuple[str, ...]:
-    """A Delta schema's column names, parsed once per schema: a window over many tables asks for each."""
-    return tuple(f["name"] for f in orjson.loads(schema_json)["fields"])
 
 
 def new_file_name() -> str:

@@ -23,6 +23,7 @@ from . import driverfiles, drivermerge
 from .options import q
 from .params import local_rows
 from .scd1 import flat_ops
+from .tablefiles import column_names
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -89,7 +90,7 @@ class DriverWrites:
             took, left = [], []
             for p, tf in g:
                 held = self.kept.get(p.path, tf.version, tf.files)
-                if held is not None and held.column_names != column_names(tf.schema_json):
+                if held is not None and tuple(held.column_names) != column_names(tf.schema_json):
                     held = None
                 if held is None and not tf.files:  # an empty table (a new one): its rows are none
                     if large is None:
@@ -198,11 +199,6 @@ class DriverWrites:
 def stored_schema(schema: T.StructType, phys: dict[str, str]) -> T.StructType:
     """A table's schema as its files name the columns (their physical names, where the table has column mapping)."""
     return T.StructType([T.StructField(phys.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
-
-
-@functools.lru_cache(maxsize=1024)
-def column_names(schema_json: str) -> list[str]:
-    return [f["name"] for f in json.loads(schema_json)["fields"]]
 
 
 @functools.lru_cache(maxsize=1024)

@@ -168,3 +168,9 @@ def _nested(schema_json: str) -> bool:
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return True
     return any(isinstance(f.get("type"), dict) for f in fields)
+
+
+@functools.lru_cache(maxsize=1024)
+def column_names(schema_json: str) -> tuple[str, ...]:
+    """A Delta schema's column names, parsed once per schema: a window over many tables asks for each."""
+    return tuple(f["name"] for f in orjson.loads(schema_json)["fields"])
