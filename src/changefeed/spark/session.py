@@ -51,6 +51,11 @@ SMALL_MACHINE = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
+    # Delta's VACUUM lists a table's folder in this many Spark tasks (Spark's default, 10,000: on a small machine's
+    # local session thousands of near-empty tasks, minutes of a loaded VM's CPU for one small table's VACUUM, as a
+    # user's job beside a consume showed in tests/spark/apply/test_maintenance.py; the consumer's own VACUUM of an
+    # object store's table too). Spark's own parallel listing (past 32 paths) takes min(paths, this)
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     # timestamps as Parquet's INT64 microseconds, not the legacy INT96: a footer then holds their range, which the
     # driver's commits turn into Delta file statistics (`apply.filestats`); INT96 columns carry none

@@ -183,6 +183,7 @@ from pathlib import Path
 from changefeed.spark import spark_session
 
 lake, out, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+PACE = 4.0  # seconds between operations once each kind got in (and a DELETE removed rows)
 s = spark_session("local[1]", "a-users-maintenance")
 s.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
 done = {"optimize": 0, "zorder": 0, "vacuum": 0, "delete": 0, "deleted_rows": 0, "failed": 0}
@@ -210,6 +211,8 @@ while not stop.exists():
                 print(op, t, str(e).splitlines()[0][:300], file=sys.stderr)
             out.with_suffix(".tmp").write_text(json.dumps(done))
             out.with_suffix(".tmp").rename(out)
+            if all(done[k] for k in ("optimize", "zorder", "vacuum", "delete", "deleted_rows")):
+                time.sleep(PACE)  # each got in: keep at it, paced, not starving the consumer of the CPU
     time.sleep(0.5)
 '''
 
