@@ -266,13 +266,11 @@ class WindowApplier:
                 if upto <= start and keyed_batch is None:
                     continue
                 db, tbl = table
+                last = upto if inclusive else upto - 1
                 if any_rows(table, start, upto, inclusive):
-                    version = schedule.txn_version(upto if inclusive else upto - 1, keyed_batch=keyed_batch,
-                                                   step=step)
-                    last = upto if inclusive else upto - 1
-                    work.append(TableWrite(db, tbl, version, window, start, last,
-                                           changes=counts[table]))
-                done[table] = upto if inclusive else upto - 1
+                    version = schedule.txn_version(last, keyed_batch=keyed_batch, step=step)
+                    work.append(TableWrite(db, tbl, version, window, start, last, changes=counts[table]))
+                done[table] = last
             return work
 
         later_of = _later_ddls(ddls, counts)
