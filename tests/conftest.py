@@ -9,6 +9,7 @@ import pytest
 
 from changefeed.config import build_config
 from changefeed.eventline import EventReader
+from changefeed.spark.session import C1_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +20,6 @@ os.environ.setdefault("CHANGEFEED_WARM_UP", "0")
 # lives seconds to minutes, and C2's compiles of Spark's generated code took a third of its CPU on two cores; with
 # C1 alone a DDL-heavy consume took 124-130 CPU-s against 180-187 (bench/RESULTS.md). Code runs the same, slower at
 # its peak. Subprocesses inherit it; the tests' shared in-process session (`spark`) does not.
-C1_ONLY = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("CHANGEFEED_JVM_OPTIONS", C1_ONLY)
 SHARED_JIT = "-XX:TieredStopAtLevel=4"  # the JVM's default (both tiers), said: the `spark` fixture's JVM
 

@@ -82,6 +82,9 @@ SMALL_MACHINE = {
 # resident size outgrew what it had committed (Native Memory Tracking: +100 MB untracked by the fourth minute)
 SMALL_MACHINE_ENV = {"MALLOC_ARENA_MAX": "2"}
 JVM_OPTIONS = "CHANGEFEED_JVM_OPTIONS"  # flags added to a local JVM's defaults (`small_machine`)
+# the JIT's first tier only: for a JVM whose life is mostly its start (the class-data archive's, a test's), where C2's
+# compiles of Spark's generated code cost more than they pay back (bench/RESULTS.md, 2026-11-28 13:40)
+C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
 def small_machine() -> dict[str, str]:

@@ -186,12 +186,12 @@ def write_class_archive(folder: Path | None = None) -> Path | None:
     partial = folder / f".classes-{k}.{os.getpid()}.jsa"
     from pyspark import SparkContext
 
-    from .session import JVM_OPTIONS, SMALL_MACHINE, spark_session
+    from .session import C1_ONLY, JVM_OPTIONS, SMALL_MACHINE, spark_session
 
     t0 = time.monotonic()
     # the JIT's first tier only (CHANGEFEED_JVM_OPTIONS may say otherwise): the archive holds classes, not code, and
     # this JVM's life is its start; C2's compiles took ~40% of its CPU (bench/RESULTS.md)
-    jit = os.environ.get(JVM_OPTIONS, "-XX:TieredStopAtLevel=1")
+    jit = os.environ.get(JVM_OPTIONS, C1_ONLY)
     opts = f"{SMALL_MACHINE['spark.driver.extraJavaOptions']} {jit} -XX:ArchiveClassesAtExit={partial} {QUIET}"
     spark = spark_session("local[2]", "changefeed-classcache", conf={"spark.driver.extraJavaOptions": opts})
     spark.sparkContext.setLogLevel("ERROR")  # the set-up's output: its stopped query's job-group warnings are noise
