@@ -177,12 +177,12 @@ def test_a_transcode_killed_mid_stream_then_transcoded_back_and_replayed_from_th
     # the restart: the same command, run in this process on the shared session (the killed process was the one
     # under test; a second JVM of its own only cost its start and a cold first micro-batch); its signal handlers
     # (a transcode stops gracefully on SIGTERM/SIGINT) are this process's again afterwards
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         done = CliRunner().invoke(app, cmd[len(cli):])
     finally:
-        for s, h in handlers.items():
-            signal.signal(s, h)
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
     assert done.exit_code == 0, (done.output[-3000:], done.exception)
     assert "transcoded" in done.stderr
     assert killed_at < WriterState.load(str(cp)).batches  # the restart went on
