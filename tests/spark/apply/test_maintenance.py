@@ -254,10 +254,10 @@ def test_a_users_optimize_zorder_vacuum_and_delete_in_another_session_beside_a_s
         q = apply_changes(changes, str(lake), checkpoint=str(lake / "_cp"), stored_as_scd_type=2,
                           trigger="processing-time=1 second")
 
-        def finished() -> bool:  # every operation got in once, and the stream is all applied
+        def finished() -> bool:  # every operation got in once (a DELETE removed rows), and the stream is all applied
             last = q.lastProgress
             got = orjson.loads(out.read_bytes()) if out.exists() else {}
-            return (all(got.get(op, 0) > 0 for op in ("optimize", "zorder", "vacuum", "delete"))
+            return (all(got.get(op, 0) > 0 for op in ("optimize", "zorder", "vacuum", "delete", "deleted_rows"))
                     and last is not None and last["numInputRows"] == 0 and not q.status["isDataAvailable"])
 
         deadline = time.monotonic() + 900
