@@ -24,6 +24,13 @@ os.environ.setdefault("CHANGEFEED_JVM_OPTIONS", C1_ONLY)
 SHARED_JIT = "-XX:TieredStopAtLevel=4"  # the JVM's default (both tiers), said: the `spark` fixture's JVM
 
 
+def shared_jvm_options() -> str:
+    """CHANGEFEED_JVM_OPTIONS of the tests' shared session (`spark`): SHARED_JIT in place of the launched JVMs' C1
+    default; what the caller's environment set otherwise."""
+    given = os.environ.get("CHANGEFEED_JVM_OPTIONS", "")
+    return SHARED_JIT if given == C1_ONLY else given
+
+
 def load_events(path: Path) -> list:
     reader = EventReader()
     return [reader.parse(line) for line in path.read_bytes().splitlines() if line.strip()]
@@ -156,14 +163,9 @@ def spark():
 
     # this JVM lives the whole run: C2's compiles pay back here (the in-process tests' wall -7 to -17%, for +4 to
     # +19% CPU-s, bench/RESULTS.md 2026-11-29), so it keeps the default JIT; the JVMs the tests launch keep C1 only
-    saved = os.environ.get("CHANGEFEED_JVM_OPTIONS")
-    if saved == C1_ONLY:
-        os.environ["CHANGEFEED_JVM_OPTIONS"] = SHARED_JIT
-    try:
+    with pytest.MonkeyPatch.context() as mp:  # read at the JVM's launch only
+        mp.setenv("CHANGEFEED_JVM_OPTIONS", shared_jvm_options())
         session = spark_session("local[2]", "changefeed-tests")
-    finally:
-        if saved is not None:
-            os.environ["CHANGEFEED_JVM_OPTIONS"] = saved
     yield session
     session.stop()
 

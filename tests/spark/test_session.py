@@ -83,13 +83,10 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
     args = list(runtime.getInputArguments())
     assert {"-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30",
             "-XX:SoftRefLRUPolicyMSPerMB=100"} <= set(args), args
-    from ..conftest import C1_ONLY, SHARED_JIT
+    from ..conftest import shared_jvm_options
 
-    # tests/conftest.py: the shared session's JVM was launched with CHANGEFEED_JVM_OPTIONS=SHARED_JIT (unless the
-    # caller's environment said otherwise), its flags after ours
-    added = (SHARED_JIT if os.environ.get("CHANGEFEED_JVM_OPTIONS") == C1_ONLY
-             else os.environ.get("CHANGEFEED_JVM_OPTIONS", "")).split()
-    assert set(added) <= set(args), args
+    added = shared_jvm_options().split()  # tests/conftest.py: the shared session's JIT, after ours
+    assert added and set(added) <= set(args), args
     from changefeed.spark.classcache import archive
 
     built = archive()  # the class-data archive, when the set-up built it for this JDK and these jars: mapped
