@@ -197,7 +197,7 @@ def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunRe
     last_ts: int | None = None
     try:
         for ev in events:
-            if stop is not None and stop.is_set() and ev.commit_ts != last_ts:
+            if ev.commit_ts != last_ts and stop is not None and stop.is_set():
                 rep.stopped = f"the source stopped on request after {producer.events:,} events"
                 break
             producer.send(ev)
@@ -218,6 +218,16 @@ def produce(events: Iterable[Event], sink_uri: str, opts: RunOptions, rep: RunRe
     if producer.last_commit_ts is not None:  # the final watermark went out just now
         sent.note(producer.last_commit_ts, time.monotonic() - t0, producer.events)
     on_progress(producer.events)
+
+
+def produce_source(opts: RunOptions, sink_uri: str, config: str | None, t0: float, sent: _Sent,
+                   stop: threading.Event | None) -> tuple[RunReport, UpstreamState | None]:
+    """What the source's process runs (sourceproc.py): the source produced, its totals, and the upstream state
+    once the source is all out (None when it stopped before its end)."""
+    rep = RunReport(opts)
+    box: list[UpstreamState] = []
+    produce(source_events(opts, box), sink_uri, opts, rep, sent, lambda _n: None, t0, config, stop)
+    return rep, (box[0] if box else None)
 
 
 # what `run` writes in its --work folder (listed in the folder's marker, so --fresh removes exactly these)
@@ -252,8 +262,6 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     cp = LakeLayout(lake).checkpoint
     t0 = time.monotonic()
     sent = _Sent()
-    state_box: list[UpstreamState] = []
-    failure: list[BaseException] = []
 
     # the topic (and its partitions) exist before the consumer starts reading
     from .produce import open_producer
@@ -263,12 +271,10 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     transport.close()
 
     hooks.stage("produce", opts.transactions if opts.source == "workload" else None)
+    # the source in its own process (sourceproc.py), started now so that its imports overlap the consumer's start
+    from .sourceproc import SourceProcess
 
-    def producer_thread() -> None:
-        try:
-            produce(source_events(opts, state_box), sink_uri, opts, rep, sent, hooks.produced, t0, config, stop)
-        except BaseException as e:  # reported by the main thread
-            failure.append(e)
+    worker = SourceProcess(produce_source, opts, sink_uri, config, t0, rep, sent, hooks.produced, stop)
 
     def on_batch(b: BatchReport) -> None:
         rep.batches += 1
@@ -286,42 +292,45 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
 
     from .sinkconfig import kafka_settings
 
-    changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=schema_store(cp),
-                           max_records_per_trigger=opts.max_records_per_trigger,
-                           kafka_settings=kafka_settings(sink_uri, opts.config))  # the sink's TLS/SASL
-    worker = threading.Thread(target=producer_thread, name="changefeed-producer", daemon=True)
-    consume_start = time.monotonic()
-    for _ in range(1 + WORKER_RESTARTS):  # again when Spark's Python reader connected back late (pipeline.py)
-        query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
-                                   trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
-                                   table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention,
-                                   catalog=opts.catalog, database_prefix=opts.database_prefix,
-                                   table_format=opts.table_format)
-        ready = time.monotonic() + 300
-        while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
-                and "Waiting for data" not in str(query.status.get("message", "")):
-            time.sleep(0.2)  # the consumer is up: from here on the lag is the pipeline's, not Spark's start-up
-        if not worker_was_late(query.exception()):
-            break
-        log.warning("changefeed: Spark's Python reader did not connect back within 10 s (a loaded machine): "
-                    "starting the query again from its checkpoint")
+    try:  # the source's process ends with the run, however it ends
+        changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=schema_store(cp),
+                               max_records_per_trigger=opts.max_records_per_trigger,
+                               kafka_settings=kafka_settings(sink_uri, opts.config))  # the sink's TLS/SASL
+        consume_start = time.monotonic()
+        for _ in range(1 + WORKER_RESTARTS):  # again when Spark's Python reader connected back late (pipeline.py)
+            query: Any = apply_changes(changes, lake, checkpoint=cp, stored_as_scd_type=opts.scd,
+                                       trigger=f"processing-time={opts.trigger_interval}", on_batch=on_batch,
+                                       table_features=opts.table_features, vacuum_retention_hours=opts.vacuum_retention,
+                                       catalog=opts.catalog, database_prefix=opts.database_prefix,
+                                       table_format=opts.table_format)
+            ready = time.monotonic() + 300
+            while query.lastProgress is None and query.exception() is None and time.monotonic() < ready \
+                    and "Waiting for data" not in str(query.status.get("message", "")):
+                time.sleep(0.2)  # the consumer is up: from here on the lag is the pipeline's, not Spark's start-up
+            if not worker_was_late(query.exception()):
+                break
+            log.warning("changefeed: Spark's Python reader did not connect back within 10 s (a loaded machine): "
+                        "starting the query again from its checkpoint")
+    except BaseException:
+        worker.close()
+        raise
     worker.start()
     try:
         while worker.is_alive():
             worker.join(0.5)
             if query.exception() is not None:
                 break
-        if failure:
-            raise failure[0]
+        if worker.failure is not None:
+            raise worker.failure
         hooks.stage("consume")
         query.processAllAvailable()  # everything the producer wrote, then stop
     finally:
         query.stop()
-        worker.join()
+        worker.close()
     if query.exception() is not None:
         raise query.exception()
     rep.consume_seconds = time.monotonic() - consume_start
-    state = state_box[0] if state_box else sent_state(opts, rep, sink_uri)
+    state = worker.state or sent_state(opts, rep, sink_uri)
     rep.expected = opts.work / "expected.jsonl"
     with open(rep.expected, "wb") as f:
         f.writelines(expected_lines(state))

@@ -9,7 +9,7 @@ Rows are dicts keyed by column name in table order; a decoded row may hold only 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -64,6 +64,11 @@ class Column:
         self.store = make_storer(self.type, self.normalize, full_definition=False, warn=warn)
         self.store_defined = make_storer(self.type, self.normalize, full_definition=True, warn=warn)
         self.to_json = make_json_out(self.type)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its definition, the derived functions made again (the run job's source process sends its
+        tables back: closures do not pickle)."""
+        return Column, tuple(getattr(self, f.name) for f in fields(self) if f.init)
 
 
 @dataclass(slots=True)
