@@ -89,7 +89,7 @@ def _shortest_float32_fast(f: float) -> str | None:
     """The exact search below, in float64 arithmetic where that is provably exact; None where it is not.
 
     For a normal float32 that is not a power of two (nor FLT_MAX) the midpoints to its neighbours lie at the
-    same distance and are float64 values; `%.{p-1}e` gives `near` (correct rounding, ties to even, as the
+    same distance and are float64 values; `{:.{p-1}e}` gives `near` (correct rounding, ties to even, as the
     quantize), and `other` can only be inside when `near` is. Reading a decimal as float64 is monotone, so it is
     strictly between the midpoints exactly when its float64 is; a float64 landing on a midpoint is left to the
     exact search."""
@@ -101,15 +101,23 @@ def _shortest_float32_fast(f: float) -> str | None:
     above = _F32.unpack(_F32_BITS.pack(bits + 1))[0]
     lo = (a + below) / 2  # exact: 25 significant bits at most
     hi = (a + above) / 2
-    for p in range(9):
-        s = f"{a:.{p}e}"
-        x = float(s)
-        if lo < x < hi:
-            text = format(_EXACT.normalize(Decimal(s)), "f")
-            return "-" + text if f < 0 else text
+    # a decimal nearer f than p digits allow is nearer with p + 1 (and 9 always do): bisect the digits
+    first, last = 0, 8  # digits - 1
+    while first < last:
+        mid = (first + last) // 2
+        x = float(f"{a:.{mid}e}")
         if x == lo or x == hi:
             return None
-    return None
+        if lo < x < hi:
+            last = mid
+        else:
+            first = mid + 1
+    s = f"{a:.{first}e}"
+    x = float(s)
+    if not lo < x < hi:
+        return None
+    text = format(_EXACT.normalize(Decimal(s)), "f")
+    return "-" + text if f < 0 else text
 
 
 def go_format_float32(v: float) -> str:
