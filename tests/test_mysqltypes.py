@@ -820,3 +820,21 @@ def test_float_formatting_of_special_values():
     assert shortest_float32(1e-45) == "0." + "0" * 44 + "1"
     # a decimal read through float64 first rounds twice; the shortest text must read back as this float32
     assert shortest_float32(7.038531e-26) == "0.000000000000000000000000070385313"
+
+
+def test_float32_fast_path_agrees_with_the_exact_search(monkeypatch):
+    import random
+
+    from changefeed.mysqltypes import gotext
+
+    rng = random.Random(38)
+    bits = [rng.getrandbits(32) for _ in range(4000)] + [0x00800001, 0x7F7FFFFE, 0x3F800001, 0x4B7FFFFF]
+    values = [struct.unpack("<f", struct.pack("<I", b))[0] for b in bits]
+    values += [round(rng.uniform(-1e6, 1e6), 3) for _ in range(4000)]
+    cases = [to_float32(v) for v in values if math.isfinite(v) and v != 0 and math.isfinite(to_float32(v))]
+    fast = {f: gotext._shortest_float32_fast(f) for f in cases}
+    assert sum(v is not None for v in fast.values()) > len(cases) * 0.9  # the fast path is the common one
+    monkeypatch.setattr(gotext, "_shortest_float32_fast", lambda f: None)
+    for f, text in fast.items():
+        if text is not None:
+            assert text == gotext._shortest_float32.__wrapped__(f), f

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changefeed import workload
+from changefeed import workload, workload_columns
 from changefeed.canal import CanalJSONDecoder, CanalJSONEncoder
 from changefeed.config import build_config
 from changefeed.errors import DecodeError
@@ -297,20 +297,20 @@ def test_event_line_values_of_the_wrong_kind_still_fail():
 
 
 def test_workload_events_are_rounded(monkeypatch):
-    raw = workload.raw_value
+    raw = workload_columns.raw_generator
 
     def sloppy(rng, col):
-        v = raw(rng, col)
+        gen = raw(rng, col)
         fam = col.type.family
         if fam is Family.DECIMAL:
-            return "1.125"
+            return lambda: (gen(), "1.125")[1]
         if fam in (Family.DATETIME, Family.TIMESTAMP):
-            return "2020-12-31 23:59:59.999999"
+            return lambda: (gen(), "2020-12-31 23:59:59.999999")[1]
         if fam is Family.TIME:
-            return "-00:00:00.5"
-        return v
+            return lambda: (gen(), "-00:00:00.5")[1]
+        return gen
 
-    monkeypatch.setattr(workload, "raw_value", sloppy)
+    monkeypatch.setattr(workload_columns, "raw_generator", sloppy)
     w = workload.Workload(seed=2, transactions=60)
     seen: dict[str, set] = {}
     for ev in w:

@@ -17,7 +17,9 @@ from .model import Event, Kind, Row, TableInfo
 
 def row_key(t: TableInfo, row: Row) -> tuple:
     names = t.handle_key or [c.name for c in t.columns]
-    return tuple(row.get(n) for n in names)
+    if len(names) == 1:  # the common case, without a generator
+        return (row.get(names[0]),)
+    return tuple([row.get(n) for n in names])
 
 
 @dataclass

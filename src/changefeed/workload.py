@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .ddl import action_from_query
@@ -19,6 +19,7 @@ from .mysqltypes import Family, tidb_json_text
 from .sqlschema import SchemaTracker
 from .tso import compose
 from .upstream import UpstreamState, row_key
+from .workload_columns import TableGen, _belows
 
 START_MS = 1_763_000_000_000  # 2025-11-13, a TSO physical time
 
@@ -160,27 +161,61 @@ class _Keys:
             self.items[i] = last
             self.pos[last] = i
 
-    def pick(self, rng: random.Random, avoid: set[tuple]) -> tuple | None:
+    def pick(self, below: Callable[[int], int], avoid: set[tuple]) -> tuple | None:
+        """`below` is `rng._randbelow` (what `rng.randrange(n)` draws)."""
+        items = self.items
         for _ in range(8):
-            if not self.items:
+            if not items:
                 return None
-            k = self.items[rng.randrange(len(self.items))]
+            k = items[below(len(items))]
             if k not in avoid:
                 return k
         return None
 
 
+def _gen_rows(rng: random.Random) -> tuple[Callable[[TableInfo, int], Row], Callable[[TableInfo], TableGen]]:
+    """`_row` and the table's generators, with the generators built once per table definition."""
+    gens: dict[int, TableGen] = {}
+    rand = rng.random
+
+    def table_gen(t: TableInfo) -> TableGen:
+        g = gens.get(id(t))
+        if g is None or g.table is not t:
+            g = gens[id(t)] = TableGen(rng, t)
+        return g
+
+    def row(t: TableInfo, key: int) -> Row:  # as _row(rng, t, key)
+        out: Row = {}
+        for name, role, gen in table_gen(t).cols:
+            if role == 0:
+                out[name] = key
+            elif role == 1 and rand() < 0.2:
+                out[name] = None
+            else:
+                out[name] = gen()
+        return out
+
+    return row, table_gen
+
+
 def _events(w: Workload) -> Iterator[Event]:
     seed, transactions, start_ms = w.seed, w.transactions, w.start_ms
     rng = random.Random(seed)
+    rand = rng.random
+    below = _belows(rng)
+    new_row, table_gen = _gen_rows(rng)
     tracker = SchemaTracker()
     state = w.state = UpstreamState()
+    tables = state.tables
+    apply = state.apply
     clock = [start_ms, 0]
     next_key: dict[tuple[str, str], int] = {}
+    live: list[tuple[str, str]] = []
+    live_rows = w.live_rows
 
     def tick() -> int:
-        clock[0] += rng.randint(1, 40)
-        clock[1] = rng.randint(0, 1000)
+        clock[0] += 1 + below(40)  # rng.randint(1, 40)
+        clock[1] = below(1001)  # rng.randint(0, 1000)
         return compose(clock[0], clock[1])
 
     def ddl(sql: str) -> Event:
@@ -189,9 +224,10 @@ def _events(w: Workload) -> Iterator[Event]:
                    pre_table=before)
         if ev.table is None and ev.pre_table is None:  # CREATE DATABASE
             ev.table = TableInfo(schema="app", table="")
-        state.apply(ev)
+        apply(ev)
         pools.clear()
-        pools.update({n: _Keys(list(st.rows)) for n, st in state.tables.items()})
+        pools.update({n: _Keys(list(st.rows)) for n, st in tables.items()})
+        live[:] = sorted(tables)
         return ev
 
     pools: dict[tuple[str, str], _Keys] = {}
@@ -203,32 +239,32 @@ def _events(w: Workload) -> Iterator[Event]:
             for sql in later.pop(0)[1]:
                 yield ddl(sql)
         ts = tick()
-        live = sorted(state.tables)
+        nlive = len(live)
         touched: dict[tuple[str, str], set[tuple]] = {}  # one change per key per transaction
         events: list[Event] = []
-        for _ in range(rng.randint(1, 4)):
-            name = rng.choice(live)
-            st = state.tables[name]
+        for _ in range(1 + below(4)):  # rng.randint(1, 4)
+            name = live[below(nlive)]  # rng.choice(live)
+            st = tables[name]
             t = st.table
             pool = pools[name]
             mine = touched.setdefault(name, set())
-            key = pool.pick(rng, mine)
-            op = rng.random()
-            if len(st.rows) >= w.live_rows and key is not None:
+            key = pool.pick(below, mine)
+            op = rand()
+            if len(st.rows) >= live_rows and key is not None:
                 op = 0.45 + op * 0.55  # full: update or delete
             if key is None or op < 0.45:
                 k = next_key.get(name, 1)
                 next_key[name] = k + 1
-                after = _row(rng, t, k)
+                after = new_row(t, k)
                 ev = Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=after)
             else:
                 before = dict(st.rows[key])
                 if op < 0.85:
                     after = dict(before)
-                    for c in t.columns:
-                        if c.name not in t.handle_key and rng.random() < 0.4:
-                            after[c.name] = None if c.nullable is not False and rng.random() < 0.3 else value(rng, c)
-                    if rng.random() < 0.1:  # a primary-key change
+                    for cname, role, gen in table_gen(t).cols:
+                        if role != 0 and rand() < 0.4:
+                            after[cname] = None if role == 1 and rand() < 0.3 else gen()
+                    if rand() < 0.1:  # a primary-key change
                         k = next_key.get(name, 1)
                         next_key[name] = k + 1
                         for n in t.handle_key:
@@ -237,11 +273,13 @@ def _events(w: Workload) -> Iterator[Event]:
                 else:
                     ev = Event(kind=Kind.DELETE, commit_ts=ts, table=t, before=before)
             if ev.before is not None:
-                mine.add(row_key(t, ev.before))
-                pool.remove(row_key(t, ev.before))
+                kb = row_key(t, ev.before)
+                mine.add(kb)
+                pool.remove(kb)
             if ev.after is not None:
-                mine.add(row_key(t, ev.after))
-                pool.add(row_key(t, ev.after))
-            state.apply(ev)
+                ka = row_key(t, ev.after)
+                mine.add(ka)
+                pool.add(ka)
+            apply(ev)
             events.append(ev)
         yield from events

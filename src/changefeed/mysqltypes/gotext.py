@@ -58,6 +58,9 @@ def _shortest_float32(v: float) -> str:
         return "0"
     if f == 0:
         return "-0" if str(f).startswith("-") else "0"
+    fast = _shortest_float32_fast(f)
+    if fast is not None:
+        return fast
     # The decimals that read back as f lie between the midpoints to f's neighbours (ends included when
     # f's mantissa is even); checked exactly, as reading a decimal through float64 first rounds twice
     # (7.038531e-26). Go prints the shortest of them, and of two the one nearer f.
@@ -80,6 +83,41 @@ def _shortest_float32(v: float) -> str:
                 text = format(_EXACT.normalize(c), "f")
                 return "-" + text if f < 0 else text
     raise AssertionError(f"no 9-digit decimal reads back as float32 {f!r}")
+
+
+def _shortest_float32_fast(f: float) -> str | None:
+    """The exact search below, in float64 arithmetic where that is provably exact; None where it is not.
+
+    For a normal float32 that is not a power of two (nor FLT_MAX) the midpoints to its neighbours lie at the
+    same distance and are float64 values; `{:.{p-1}e}` gives `near` (correct rounding, ties to even, as the
+    quantize), and `other` can only be inside when `near` is. Reading a decimal as float64 is monotone, so it is
+    strictly between the midpoints exactly when its float64 is; a float64 landing on a midpoint is left to the
+    exact search."""
+    a = abs(f)
+    bits = _F32_BITS.unpack(_F32.pack(a))[0]
+    if bits < 0x00800000 or bits & 0x7FFFFF == 0 or bits + 1 >= 0x7F800000:
+        return None
+    below = _F32.unpack(_F32_BITS.pack(bits - 1))[0]
+    above = _F32.unpack(_F32_BITS.pack(bits + 1))[0]
+    lo = (a + below) / 2  # exact: 25 significant bits at most
+    hi = (a + above) / 2
+    # a decimal nearer f than p digits allow is nearer with p + 1 (and 9 always do): bisect the digits
+    first, last = 0, 8  # digits - 1
+    while first < last:
+        mid = (first + last) // 2
+        x = float(f"{a:.{mid}e}")
+        if x == lo or x == hi:
+            return None
+        if lo < x < hi:
+            last = mid
+        else:
+            first = mid + 1
+    s = f"{a:.{first}e}"
+    x = float(s)
+    if not lo < x < hi:
+        return None
+    text = format(_EXACT.normalize(Decimal(s)), "f")
+    return "-" + text if f < 0 else text
 
 
 def go_format_float32(v: float) -> str:
