@@ -82,7 +82,6 @@ class SourceProcess:
         child_conn.close()
         self.state: UpstreamState | None = None
         self.failure: BaseException | None = None
-        self.done = False
         self.reader = threading.Thread(target=self._read, name="changefeed-source-reader", daemon=True)
 
     def start(self) -> None:
@@ -111,7 +110,6 @@ class SourceProcess:
                 self.on_progress(events)
             elif msg[0] == "done":
                 _, self.rep.events, self.rep.messages, self.rep.produce_seconds, self.rep.stopped, self.state = msg
-                self.done = True
                 self.on_progress(self.rep.events)
                 return
             else:
