@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from .job import RunOptions, RunReport, _Sent
     from .upstream import UpstreamState
+
+# job.py's RunOptions, RunReport and _Sent, named loosely here: job.py imports this module
+RunOptions = RunReport = _Sent = Any
 
 
 class _PipeSent:
