@@ -19,7 +19,7 @@ from .mysqltypes import Family, tidb_json_text
 from .sqlschema import SchemaTracker
 from .tso import compose
 from .upstream import UpstreamState, row_key
-from .workload_columns import TableGen, _belows
+from .workload_columns import TEXTS, TableGen, belows
 
 START_MS = 1_763_000_000_000  # 2025-11-13, a TSO physical time
 
@@ -49,7 +49,6 @@ LATER = [
     (0.92, ["DROP TABLE `app`.`scratch`"]),
 ]
 
-_TEXT = ["", "plain", "quote ' \" \\ back", "日本語 ✓", "emoji 🚀", "<b>&amp;</b>", "tab\tnew\nline", "x" * 40]
 
 
 def value(rng: random.Random, col: Column) -> Any:
@@ -91,7 +90,7 @@ def raw_value(rng: random.Random, col: Column) -> Any:
     if f is Family.YEAR:
         return rng.choice([1901, 2155]) if edge else rng.randint(1901, 2155)
     if f is Family.STRING:
-        s = rng.choice(_TEXT) + str(rng.randint(0, 999))
+        s = rng.choice(TEXTS) + str(rng.randint(0, 999))
         return s[: ct.flen] if ct.flen and ct.flen > 0 else s
     if f is Family.BYTES:
         n = rng.randint(0, 16)
@@ -103,20 +102,8 @@ def raw_value(rng: random.Random, col: Column) -> Any:
     if f is Family.BIT:
         return rng.randint(0, (1 << ct.display_length) - 1)
     if f is Family.JSON:
-        return tidb_json_text({"k": rng.randint(0, 9), "s": rng.choice(_TEXT), "a": [1, 2.5, None, True]})
+        return tidb_json_text({"k": rng.randint(0, 9), "s": rng.choice(TEXTS), "a": [1, 2.5, None, True]})
     raise AssertionError(f)
-
-
-def _row(rng: random.Random, t: TableInfo, key: int, nulls: bool = True) -> Row:
-    row: Row = {}
-    for c in t.columns:
-        if c.name in t.handle_key:
-            row[c.name] = key
-        elif nulls and c.nullable is not False and rng.random() < 0.2:
-            row[c.name] = None
-        else:
-            row[c.name] = value(rng, c)
-    return row
 
 
 def generate(seed: int = 1, transactions: int = 1000, *, start_ms: int = START_MS,
@@ -174,7 +161,8 @@ class _Keys:
 
 
 def _gen_rows(rng: random.Random) -> tuple[Callable[[TableInfo, int], Row], Callable[[TableInfo], TableGen]]:
-    """`_row` and the table's generators, with the generators built once per table definition."""
+    """A new row's values (the handle key `key`, a nullable column NULL one time in five, else its generator)
+    and the table's generators, built once per table definition."""
     gens: dict[int, TableGen] = {}
     rand = rng.random
 
@@ -184,7 +172,7 @@ def _gen_rows(rng: random.Random) -> tuple[Callable[[TableInfo, int], Row], Call
             g = gens[id(t)] = TableGen(rng, t)
         return g
 
-    def row(t: TableInfo, key: int) -> Row:  # as _row(rng, t, key)
+    def row(t: TableInfo, key: int) -> Row:
         out: Row = {}
         for name, role, gen in table_gen(t).cols:
             if role == 0:
@@ -202,7 +190,7 @@ def _events(w: Workload) -> Iterator[Event]:
     seed, transactions, start_ms = w.seed, w.transactions, w.start_ms
     rng = random.Random(seed)
     rand = rng.random
-    below = _belows(rng)
+    below = belows(rng)
     new_row, table_gen = _gen_rows(rng)
     tracker = SchemaTracker()
     state = w.state = UpstreamState()

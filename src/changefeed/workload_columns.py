@@ -19,15 +19,15 @@ from typing import Any
 from .model import Column, TableInfo
 from .mysqltypes import Family, tidb_json_text
 
-_TEXT = ["", "plain", "quote ' \" \\ back", "日本語 ✓", "emoji 🚀", "<b>&amp;</b>", "tab\tnew\nline", "x" * 40]
+TEXTS = ["", "plain", "quote ' \" \\ back", "日本語 ✓", "emoji 🚀", "<b>&amp;</b>", "tab\tnew\nline", "x" * 40]
 _DIGITS = "0123456789"
 # the JSON documents `raw_value` writes, by (k, text index): 80 of them
-_JSON = [[tidb_json_text({"k": k, "s": s, "a": [1, 2.5, None, True]}) for s in _TEXT] for k in range(10)]
+_JSON = [[tidb_json_text({"k": k, "s": s, "a": [1, 2.5, None, True]}) for s in TEXTS] for k in range(10)]
 
 Gen = Callable[[], Any]
 
 
-def _belows(rng: random.Random) -> Callable[[int], int]:
+def belows(rng: random.Random) -> Callable[[int], int]:
     getrandbits = rng.getrandbits
 
     def below(n: int) -> int:
@@ -59,7 +59,7 @@ def raw_generator(rng: random.Random, col: Column) -> Gen:
     ct = col.type
     f = ct.family
     rand = rng.random
-    below = _belows(rng)
+    below = belows(rng)
     if f is Family.INT:
         lo, hi = ct.int_range()
         edges = [lo, hi, 0]
@@ -139,11 +139,11 @@ def raw_generator(rng: random.Random, col: Column) -> Gen:
         return gen_year
     if f is Family.STRING:
         flen = ct.flen if ct.flen and ct.flen > 0 else None
-        ntext = len(_TEXT)
+        ntext = len(TEXTS)
 
         def gen_string() -> Any:
             rand()
-            s = _TEXT[below(ntext)] + str(below(1000))
+            s = TEXTS[below(ntext)] + str(below(1000))
             return s[:flen] if flen is not None else s
 
         return gen_string
@@ -172,7 +172,7 @@ def raw_generator(rng: random.Random, col: Column) -> Gen:
 
         return gen_member
     if f is Family.JSON:
-        ntext = len(_TEXT)
+        ntext = len(TEXTS)
 
         def gen_json() -> Any:
             rand()
@@ -187,11 +187,10 @@ class TableGen:
     """One table's columns for generating rows: (name, role, generator), role 0 the handle key, 1 nullable,
     2 NOT NULL."""
 
-    __slots__ = ("table", "cols", "handle_key")
+    __slots__ = ("table", "cols")
 
     def __init__(self, rng: random.Random, table: TableInfo) -> None:
         self.table = table
         key = set(table.handle_key)
-        self.handle_key = list(table.handle_key)
         self.cols = [(c.name, 0 if c.name in key else 1 if c.nullable is not False else 2,
                       column_generator(rng, c)) for c in table.columns]

@@ -89,10 +89,10 @@ def _shortest_float32_fast(f: float) -> str | None:
     """The exact search below, in float64 arithmetic where that is provably exact; None where it is not.
 
     For a normal float32 that is not a power of two (nor FLT_MAX) the midpoints to its neighbours lie at the
-    same distance and are float64 values; `{:.{p-1}e}` gives `near` (correct rounding, ties to even, as the
-    quantize), and `other` can only be inside when `near` is. Reading a decimal as float64 is monotone, so it is
-    strictly between the midpoints exactly when its float64 is; a float64 landing on a midpoint is left to the
-    exact search."""
+    same distance and are float64 values; `{:.{p-1}e}` gives the p-digit decimal nearest f (correct rounding,
+    ties to even, as the quantize), and with the interval symmetric around f no other p-digit decimal can be
+    inside when that one is not. Reading a decimal as float64 is monotone, so it is strictly between the
+    midpoints exactly when its float64 is; a float64 landing on a midpoint is left to the exact search."""
     a = abs(f)
     bits = _F32_BITS.unpack(_F32.pack(a))[0]
     if bits < 0x00800000 or bits & 0x7FFFFF == 0 or bits + 1 >= 0x7F800000:
