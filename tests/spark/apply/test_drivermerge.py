@@ -130,3 +130,26 @@ def test_tables_holding_no_rows_are_merged_at_once_as_each_alone() -> None:
     assert sum(_model([], o) != [] for o in per_table) >= 3  # (tables with rows among them)
     assert drivermerge.apply_all(empty, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY,
                                  frozenset({"name"})) is None  # (some new row's name is NULL)
+
+
+def test_the_hash_join_pairs_rows_as_the_loop_does() -> None:
+    """`apply`'s pairs (held rows changed; held row and operation per row written) by Arrow's hash join, checked
+    against the plain loop it replaced: the same rows in the same order, a key held twice written twice; a NULL
+    in a key leaves it to the loop (the join would not match NULL to NULL)."""
+    for seed in range(16):
+        rng = random.Random(seed)
+        held, ops = _case(rng)
+        held = [r for r in held if r["tag"] is not None]
+        held += [dict(r) for r in held if rng.random() < 0.2]  # a key held twice (a table keyed by all columns)
+        ops = [o for o in ops if o["__k1"] is not None]
+        h = pa.Table.from_pylist(held, schema=HELD)
+        last = drivermerge.last_per_key(pa.Table.from_pylist(ops, schema=OPS), KEY_NAMES, BY)
+        assert last is not None
+        joined = drivermerge._pairs_joined(h, last, KEYS, KEY_NAMES)
+        assert joined is not None, seed
+        looped = drivermerge._pairs_looped(h, last, KEYS, KEY_NAMES)
+        assert sorted(joined[0].to_pylist()) == looped[0].to_pylist(), seed
+        assert [a.to_pylist() for a in joined[1:]] == [a.to_pylist() for a in looped[1:]], seed
+    h = pa.Table.from_pylist([{"id": 1, "tag": None, "name": "x", "amount": None, "extra": 1}], schema=HELD)
+    assert drivermerge._pairs_joined(h, h.select([]).append_column("__k0", pa.array([1], pa.int64())).append_column(
+        "__k1", pa.array([None], pa.string())).append_column("__op", pa.array(["U"])), KEYS, KEY_NAMES) is None

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 DRIVER_MERGE = "CHANGEFEED_DRIVER_MERGE"  # "0": every group's rewrite computed by its Spark job (`write_on_driver`)
 DRIVER_MAX_READS = 16  # tables whose files that job reads too (each a select of its own), at most
-DRIVER_MAX_CHANGES = 200_000  # a window's changes merged on the driver at most (their operations collected at once)
+DRIVER_MAX_CHANGES = 1_000_000  # a window's changes merged on the driver at most (their operations collected at once)
 TABLE = "__t"  # a table's index among those of one job
 
 
