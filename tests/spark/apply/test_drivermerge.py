@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from changefeed.spark.apply import drivermerge
 
@@ -82,7 +83,9 @@ def _merge(held: list[dict], ops: list[dict]) -> pa.Table | None:
     return drivermerge.apply(h, last, KEYS, KEY_NAMES, COLS, VALS, HAS)
 
 
-def test_the_driver_merges_a_window_as_the_spark_job_does() -> None:
+@pytest.mark.parametrize("join_rows", [drivermerge.JOIN_ROWS, 0])  # rows paired by the loop; by the hash join
+def test_the_driver_merges_a_window_as_the_spark_job_does(monkeypatch: pytest.MonkeyPatch, join_rows: int) -> None:
+    monkeypatch.setattr(drivermerge, "JOIN_ROWS", join_rows)
     for seed in range(24):
         held, ops = _case(random.Random(seed))
         for o in ops:  # the column is NOT NULL in the table (its job raises for a NULL id): written ids are set

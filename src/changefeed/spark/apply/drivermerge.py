@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 OP = "__op"
+# rows (held and operations) above which Arrow's hash join pairs them: below, its ~0.25 ms a call costs more than the
+# loop (0.04 ms for 200 rows and 18 operations; a micro-batch over 1,000 small tables makes 1,000 calls)
+JOIN_ROWS = 2_000
 
 
 def _plain(t: pa.DataType) -> bool:
@@ -76,7 +79,7 @@ def apply(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str],
     val = {c: (v, h) for c, v, h in zip(cols, vals, has, strict=True) if c in names and c not in keys}
     if any(last.schema.field(v).type != schema.field(c).type for c, (v, _) in val.items()):
         return None
-    pairs = _pairs_joined(held, last, keys, key_names)
+    pairs = _pairs_joined(held, last, keys, key_names) if held.num_rows + last.num_rows > JOIN_ROWS else None
     if pairs is None:
         pairs = _pairs_looped(held, last, keys, key_names)
     changed, pairs_e, pairs_l = pairs
