@@ -82,8 +82,7 @@ def apply(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str],
     pairs = _pairs_joined(held, last, keys, key_names) if held.num_rows + last.num_rows > JOIN_ROWS else None
     if pairs is None:
         pairs = _pairs_looped(held, last, keys, key_names)
-    changed, pairs_e, pairs_l = pairs
-    kept = held.filter(pc.invert(pc.is_in(_positions(held.num_rows), value_set=changed)))
+    kept, pairs_e, pairs_l = pairs
     lt = last.take(pairs_l)
     et = held.take(pairs_e)  # a NULL index (a new key): a row of NULLs
     columns = []
@@ -110,7 +109,7 @@ def _positions(n: int) -> pa.Array:
     return pa.array(np.arange(n, dtype=np.int64))
 
 
-Pairs = tuple["pa.Array", "pa.Array", "pa.Array"]  # held rows changed; (held row or NULL, operation) per row written
+Pairs = tuple["pa.Table", "pa.Array", "pa.Array"]  # held rows unchanged; (held row or NULL, operation) per row written
 
 
 def _pairs_joined(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str]) -> Pairs | None:
@@ -131,12 +130,13 @@ def _pairs_joined(held: pa.Table, last: pa.Table, keys: list[str], key_names: li
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
         return None
     changed = pc.unique(both["__i"].drop_null())
+    kept = held.filter(pc.invert(pc.is_in(_positions(held.num_rows), value_set=changed)))
     written = both.filter(both["__u"]).sort_by([("__j", "ascending"), ("__i", "ascending")])
-    return changed, written["__i"], written["__j"]
+    return kept, written["__i"], written["__j"]
 
 
 def _pairs_looped(held: pa.Table, last: pa.Table, keys: list[str], key_names: list[str]) -> Pairs:
-    """The held rows an operation's key matches (NULL equal to NULL), and for each UPSERT the rows it writes: a
+    """The held rows no operation's key matches (NULL equal to NULL), and for each UPSERT the rows it writes: a
     (held row, operation) pair per held row of its key, (NULL, operation) for a key not held."""
     import pyarrow as pa
 
@@ -155,7 +155,8 @@ def _pairs_looped(held: pa.Table, last: pa.Table, keys: list[str], key_names: li
         for i in hit or (None,):
             pairs_e.append(i)
             pairs_l.append(j)
-    return pa.array(sorted(changed), pa.int64()), pa.array(pairs_e, pa.int64()), pa.array(pairs_l, pa.int64())
+    kept = held.take(pa.array([i for i in range(held.num_rows) if i not in changed], pa.int64()))
+    return kept, pa.array(pairs_e, pa.int64()), pa.array(pairs_l, pa.int64())
 
 
 def apply_all(empty: pa.Table, ops: pa.Table, table: str, keys: list[str], key_names: list[str], cols: list[str],
