@@ -52,6 +52,9 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
     check_store(spark, lake, timeout=connect_timeout)  # a wrong endpoint or bad credentials: one line naming the store
     if checkpoint:
         check_store(spark, checkpoint, "--checkpoint", connect_timeout)
+    from .spark.apply import claim_lake
+
+    claim_lake(spark, lake)  # another consumer of the lake: refused now, before the warm-up and the query
     stop = GracefulStop().install()  # after Spark is up: PySpark sets a SIGINT handler of its own
     # the metrics and a stop served from here on, the warm-up included: a supervisor's probe or SIGTERM then
     # finds the service it started, not a process that ignores it for the warm-up's seconds

@@ -128,6 +128,8 @@ def test_consumer_killed_twice_on_s3_lands_every_table_and_delta_rs_reads_it(spa
                 assert f"the lake {lake.rstrip('/')} is in use by another consumer (pid {proc.pid} " in errors[0], \
                     errors[0]
                 assert proc.poll() is None, "the first consumer stopped when the second was refused"
+                # refused before its query started (`claim_lake`): the query writes its checkpoint's metadata first
+                assert not (tmp_path / "cp2" / "metadata").exists()
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
