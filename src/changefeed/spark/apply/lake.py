@@ -212,6 +212,7 @@ class Lake:
         props = features.creation_properties(schema.fieldNames())  # plain unless a name needs more
         marks = {self.ddl_property: str(version)} if version is not None else {}
         if props or not all(features.plain(f.dataType) for f in schema.fields):
+            self._clear_empty_log(path)
             b = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
             for k, v in {**props, **marks}.items():
                 b = b.property(k, v)
@@ -223,6 +224,22 @@ class Lake:
             self.names.created(self.spark, path)
         if version is not None:
             self.committed(path, version)
+
+    def _clear_empty_log(self, path: str) -> None:
+        """A local table's `_delta_log` left without a file by a run killed while Delta's builder was creating the
+        table (its folders made, `_staged_commits` among them, no commit yet): the builder then takes the folder for
+        a table and fails (DELTA_TABLE_NOT_FOUND) on the restart. Its empty folders go (`rmdir` removes only an empty
+        one: nothing is lost); any file in them leaves them all as they are."""
+        folder = self.logs.local(path)
+        if folder is None:
+            return
+        for root, _, files in os.walk(os.path.join(folder, "_delta_log"), topdown=False):
+            if files:
+                return
+            try:
+                os.rmdir(root)
+            except OSError:
+                return
 
     def create_tables(self, tables: list[tuple[str, Callable[[], Any], int]], *, defer: bool = False) -> None:
         """The plain new tables among (path, schema_of, version) made at once as `create_table` makes each
