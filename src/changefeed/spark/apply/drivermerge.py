@@ -130,7 +130,7 @@ def _pairs_joined(held: pa.Table, last: pa.Table, keys: list[str], key_names: li
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
         return None
     changed = pc.unique(both["__i"].drop_null())
-    kept = held.filter(pc.invert(pc.is_in(_positions(held.num_rows), value_set=changed)))
+    kept = held.filter(pc.invert(pc.is_in(h["__i"], value_set=changed)))  # (h's positions: made once)
     written = both.filter(both["__u"]).sort_by([("__j", "ascending"), ("__i", "ascending")])
     return kept, written["__i"], written["__j"]
 
