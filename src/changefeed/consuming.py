@@ -32,7 +32,7 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
                       health_timeout: float, warm_up: bool | None = None) -> None:
     """Apply the stream at `source` to `lake` until it is drained (available-now) or stopped by a signal."""
     from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
-    from .spark.source import parse_source
+    from .spark.source import parse_source, uncapped
 
     base = source.split("?", 1)[0]
     require_source(base, waits=trigger != "available-now")  # a topic that is not there: one line, exit 1
@@ -69,6 +69,9 @@ def consume_into_lake(source: str, lake: str, proto: str, opts: dict[str, str], 
         if metrics is not None:
             metrics.batch(r)
 
+    said = uncapped(base, max_records_per_trigger)
+    if said:
+        err.print(said, highlight=False)
     late = 0  # query starts that failed on Spark's Python reader connecting back late (spark/pipeline.py)
     try:
         while True:  # once more from the checkpoint when the query stopped while the brokers were away

@@ -242,6 +242,7 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
     from .sinkconfig import codec_options
     from .spark.layout import LakeLayout, schema_store
     from .spark.pipeline import WORKER_RESTARTS, apply_changes, read_changes, worker_was_late
+    from .spark.source import uncapped
     from .spark.verify import verify
 
     hooks = hooks or Hooks()
@@ -292,6 +293,9 @@ def run(spark: SparkSession, opts: RunOptions, hooks: Hooks | None = None, stop:
 
     from .sinkconfig import kafka_settings
 
+    said = uncapped(consume_uri, opts.max_records_per_trigger)
+    if said:
+        log.warning("changefeed: %s", said)
     try:  # the source's process ends with the run, however it ends
         changes = read_changes(spark, consume_uri, protocol, codec_opts, schema_store=schema_store(cp),
                                max_records_per_trigger=opts.max_records_per_trigger,

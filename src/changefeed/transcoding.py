@@ -41,10 +41,14 @@ def run_transcode(source: str, sink_uri: str, protocol: str, options: dict[str, 
                   watermark_interval_ms: int, ddl_to_all_partitions: bool) -> None:
     """A stream re-encoded into another, until drained (available-now) or stopped (SIGTERM/SIGINT: the micro-batch
     in hand completes; a restart goes on from the checkpoint)."""
+    from .spark.source import uncapped
     from .spark.transcode import start_transcode
 
     base = source.split("?", 1)[0]
     require_source(base, waits=trigger != "available-now")
+    said = uncapped(base, max_records_per_trigger)
+    if said:
+        err.print(said, highlight=False)
     cp = lake_path(checkpoint) if checkpoint else str(default_checkpoint(no_password(source), no_password(sink_uri)))
     sink_reachable(sink_uri, config)
     open_checkpoint(cp)  # refused, in one line, when it holds the user's files

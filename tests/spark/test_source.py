@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from changefeed.spark.source import expand_topics, parse_source, pattern_regex
+from changefeed.spark.source import expand_topics, parse_source, pattern_regex, uncapped
 
 
 def test_glob_topics_become_a_kafka_pattern() -> None:
@@ -22,6 +22,14 @@ def test_expand_keeps_named_topics_and_matches_patterns_once() -> None:
     existing = ["c_app_b", "c_app_a", "other", "c"]
     assert expand_topics(["c*", "other", "c_app_a"], existing) == ["c", "c_app_a", "c_app_b", "other"]
     assert expand_topics(["missing"], existing) == ["missing"]  # a named topic counts before it exists
+
+
+def test_a_cap_on_a_file_stream_is_said_not_silently_dropped(tmp_path: Path) -> None:
+    said = uncapped(f"file://{tmp_path}/changes?protocol=canal-json", 500)
+    assert said is not None and "--max-records-per-trigger 500" in said and "Kafka" in said
+    assert f"file://{tmp_path}/changes" in said and "?protocol" not in said
+    assert uncapped("kafka://127.0.0.1:9092/changes", 500) is None  # Spark's Kafka source bounds it
+    assert uncapped(f"file://{tmp_path}/changes", None) is None
 
 
 def test_file_source_partitions_follow_new_topic_folders(tmp_path: Path) -> None:

@@ -157,6 +157,17 @@ def parse_source(uri: str, settings: dict[str, str] | None = None) -> Source:
     raise ConfigError(f"source {uri!r}: scheme {parts.scheme!r} is not supported (kafka:// or file://)")
 
 
+def uncapped(source: str, max_records_per_trigger: int | None) -> str | None:
+    """What a command says when `--max-records-per-trigger` cannot bound its source's micro-batches (None: it can).
+    A `file://` stream is Spark's Python data source, whose reader Spark 4.0 asks only for the latest offset, not
+    giving the batch's start or a limit (admission control came to Python sources after 4.0, SPARK-55304); a cap
+    there would also end an available-now run after its first batch."""
+    if not max_records_per_trigger or parse_source(source).scheme == "kafka":
+        return None
+    return (f"--max-records-per-trigger {max_records_per_trigger} applies to Kafka sources only: a micro-batch of "
+            f"{source.split('?', 1)[0]} takes every record written since the one before")
+
+
 def read_raw(spark: SparkSession, source: Source | str, *, streaming: bool = True,
              max_records_per_trigger: int | None = None, kafka_options: dict[str, str] | None = None) -> DataFrame:
     """The stream's records as `RAW_SCHEMA` rows (a streaming DataFrame unless streaming=False)."""
