@@ -131,28 +131,39 @@ def test_a_tables_columns_pickle_as_their_definition(seed: int) -> None:
                 assert b.normalize(row.get(a.name)) == a.normalize(row.get(a.name))
 
 
+def idle(*_args: object) -> None:
+    """A source with nothing to send (a binlog source on a quiet database): it reports nothing, ever."""
+    threading.Event().wait()
+
+
 def test_the_source_process_ends_with_a_killed_parent(tmp_path: Path) -> None:
-    """A parent killed (SIGKILL: no atexit) before or while the child produces leaves no orphan behind."""
+    """A parent killed (SIGKILL: no atexit) before the child produces, while it produces, or while it waits with
+    nothing to report, leaves no orphan behind."""
     import signal
     import subprocess
     import sys
 
-    for started in (False, True):
-        script = (
+    for case in ("not started", "producing", "idle"):
+        work = "idle" if case == "idle" else "produce_source"
+        script = tmp_path / f"parent_{case.replace(' ', '_')}.py"
+        script.write_text(
             "import sys, time\n"
             "from pathlib import Path\n"
             "from changefeed.job import RunOptions, RunReport, _Sent, default_sink, produce_source\n"
             "from changefeed.sourceproc import SourceProcess\n"
+            "from tests.test_sourceproc import idle\n"
             "if __name__ == '__main__':\n"
-            f"    opts = RunOptions(transactions=100_000, rate=500, work=Path({str(tmp_path / str(started))!r}))\n"
+            f"    opts = RunOptions(transactions=100_000, rate=500, work=Path({str(tmp_path / case)!r}))\n"
             "    (opts.work / 'stream' / 'changes').mkdir(parents=True)\n"
-            "    src = SourceProcess(produce_source, opts, default_sink(opts), None, time.monotonic(),\n"
+            f"    src = SourceProcess({work}, opts, default_sink(opts), None, time.monotonic(),\n"
             "                        RunReport(opts), _Sent(), lambda n: None, None)\n"
-            f"    if {started}:\n"
+            f"    if {case != 'not started'}:\n"
             "        src.start()\n"
             "    print(src.proc.pid, flush=True)\n"
             "    time.sleep(600)\n")
-        parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                      [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})
         try:
             child = int(parent.stdout.readline())  # type: ignore[union-attr]
             time.sleep(1.0)
@@ -172,7 +183,7 @@ def test_the_source_process_ends_with_a_killed_parent(tmp_path: Path) -> None:
             time.sleep(0.1)
         alive = Path(f"/proc/{child}/stat")
         assert not alive.exists() or alive.read_text().rsplit(")", 1)[1].split()[0] == "Z", \
-            f"the source's process outlived its killed parent (started={started})"
+            f"the source's process outlived its killed parent ({case})"
 
 
 def test_a_source_closed_before_it_started_sends_nothing(tmp_path: Path) -> None:

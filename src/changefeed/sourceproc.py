@@ -9,7 +9,8 @@ fork: the parent holds a JVM and py4j threads) shares neither the GIL nor the dr
 The child reports over a pipe what the consumer's lag is measured against: when each commit ts left it
 (sampled every 20 ms, as the thread did), then its totals and the upstream state to verify against. A stop is
 an Event the child reads between transactions. The child ignores SIGINT and SIGTERM (the parent decides how
-the source stops); if the parent dies the pipe breaks and the child ends at its next report.
+the source stops); if the parent dies the child ends within half a second, reporting or not (a binlog source
+waiting for its next event reports nothing for as long as the database is quiet).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +49,8 @@ def _child(work: Callable[..., tuple[RunReport, UpstreamState | None]], opts: Ru
     and the upstream state."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    parent = os.getppid()
-    while not go.wait(0.5):
-        if os.getppid() != parent:  # the parent died before the consumer was up
-            return
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="changefeed-source-parent", daemon=True).start()
+    go.wait()
     try:
         rep, state = work(opts, sink_uri, config, t0, _PipeSent(conn), stop)
         conn.send(("done", rep.events, rep.messages, rep.produce_seconds, rep.stopped, state))
@@ -64,6 +64,13 @@ def _child(work: Callable[..., tuple[RunReport, UpstreamState | None]], opts: Ru
             conn.send(("failed", RuntimeError(f"{type(e).__name__}: {e}")))
     finally:
         conn.close()
+
+
+def _end_with(parent: int) -> None:
+    """The child's end once its parent is gone (killed: nothing told it), whatever it is doing."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 class SourceProcess:
