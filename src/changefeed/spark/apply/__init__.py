@@ -68,7 +68,32 @@ def claim_lake(spark: SparkSession, lake: str, app_id: str = "changefeed") -> No
     micro-batch), where the applier's own claim comes: a second consumer is refused in one line once its session is
     up, not after its query started (39-50 s, bench/RESULTS.md). The applier's claim then takes the record over
     (the same process: `lease.Lease.holder`)."""
-    ChangeApplier(spark, lake, app_id=app_id).lease.claim()
+    lake_lease(Lake(spark, lake.rstrip("/"), app_id), app_id).claim()
+
+
+def lake_lease(store: Lake, app_id: str) -> Lease:
+    """The lake's owner record: one file renamed into place on a local lake (the same host's processes are
+    checked), numbered claims created by conditional PUT on S3 (`lease`)."""
+    meta = store.layout.meta
+    if not is_s3(store.layout.lake):
+        def owner() -> dict[str, Any] | None:
+            got = read_json_files(store.spark, meta, OWNER.removesuffix(".json"), last=True)
+            return got[-1] if got else None
+
+        return Lease(store.layout.lake, app_id, owner,
+                     lambda rec: store.write_json(meta, OWNER, rec, "the lake's owner record"))
+    folder = f"{meta}/{OWNERS}"
+
+    def latest() -> dict[str, Any] | None:
+        got = read_json_files(store.spark, folder, "", last=True)
+        return got[-1] if got else None
+
+    def name(rec: dict[str, Any]) -> str:
+        return f"{int(rec['claim']):020d}.json"
+
+    return Lease(store.layout.lake, app_id, latest,
+                 lambda rec: put(store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)),
+                 lambda rec: put_if_absent(store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)))
 
 
 class ChangeApplier:
@@ -96,7 +121,7 @@ class ChangeApplier:
         self.ddl = DdlApplier(self.o, self.store, self.catalog, self.proj)
         self.upkeep = Maintenance(self.store, self.o.vacuum_retention_hours, self.o.compact)
         self.cycles = CycleCollector()
-        self.lease = self._lease(app_id)
+        self.lease = lake_lease(self.store, app_id)
         self.writers = TableWriters(self.o, self.store, self.catalog, self.proj, self.ddl)
         self.windows = WindowApplier(self.o, self.catalog, self.state, self.writers.write, self.writers.ddls)
         self.backlog = Backlog(self.o, self.state, self.store, self.windows)
@@ -129,29 +154,6 @@ class ChangeApplier:
         if p is None:
             return {}
         return p() if callable(p) else dict(p)
-
-    def _owner_record(self) -> dict[str, Any] | None:
-        got = read_json_files(self.store.spark, self.layout.meta, OWNER.removesuffix(".json"), last=True)
-        return got[-1] if got else None
-
-    def _lease(self, app_id: str) -> Lease:
-        """The lake's owner record: one file renamed into place on a local lake (the same host's processes are
-        checked), numbered claims created by conditional PUT on S3 (`lease`)."""
-        if not is_s3(self.lake):
-            return Lease(self.lake, app_id, self._owner_record,
-                         lambda rec: self.store.write_json(self.layout.meta, OWNER, rec, "the lake's owner record"))
-        folder = f"{self.layout.meta}/{OWNERS}"
-
-        def latest() -> dict[str, Any] | None:
-            got = read_json_files(self.store.spark, folder, "", last=True)
-            return got[-1] if got else None
-
-        def name(rec: dict[str, Any]) -> str:
-            return f"{int(rec['claim']):020d}.json"
-
-        return Lease(self.lake, app_id, latest,
-                     lambda rec: put(self.store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)),
-                     lambda rec: put_if_absent(self.store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)))
 
     def global_watermark(self) -> int:
         return schedule.global_watermark(self.state.watermarks, self.partitions())
