@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 DRIVER_MERGE = "CHANGEFEED_DRIVER_MERGE"  # "0": every group's rewrite computed by its Spark job (`write_on_driver`)
 DRIVER_MAX_READS = 16  # tables whose files that job reads too (each a select of its own), at most
-DRIVER_MAX_CHANGES = 1_000_000  # a window's changes merged on the driver at most (their operations collected at once)
+# a window's changes merged on the driver at most, all its tables' (their operations are collected at once): the
+# bound a group written by the driver has (`driverfiles.small`), so one table alone never passes it either
+DRIVER_MAX_CHANGES = driverfiles.MAX_CHANGES
 TABLE = "__t"  # a table's index among those of one job
 
 
