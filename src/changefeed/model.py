@@ -35,6 +35,9 @@ def _warn_once(name: str, ctype: ColumnType) -> Callable[[str], None]:
     return warn
 
 
+_DERIVED = frozenset(("normalize", "store", "store_defined", "to_json"))
+
+
 @dataclass(slots=True)
 class Column:
     name: str
@@ -59,11 +62,20 @@ class Column:
 
     def __post_init__(self) -> None:
         self.type = ColumnType.parse(self.mysql_type, self.charset, self.collate)
-        self.normalize = make_normalizer(self.type)
+
+    def __getattr__(self, name: str) -> Any:
+        """The derived functions made at their first use, then held in their slots (read at full speed after): a
+        consumer's driver holds thousands of tables' columns and calls none of them, and their closures were most
+        of the objects its every full garbage collection walked (~20 a column; bench/RESULTS.md)."""
+        if name not in _DERIVED:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        normalize = make_normalizer(self.type)
         warn = _warn_once(self.name, self.type)
-        self.store = make_storer(self.type, self.normalize, full_definition=False, warn=warn)
-        self.store_defined = make_storer(self.type, self.normalize, full_definition=True, warn=warn)
+        self.normalize = normalize
+        self.store = make_storer(self.type, normalize, full_definition=False, warn=warn)
+        self.store_defined = make_storer(self.type, normalize, full_definition=True, warn=warn)
         self.to_json = make_json_out(self.type)
+        return getattr(self, name)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled as its definition, the derived functions made again (the run job's source process sends its
