@@ -131,8 +131,9 @@ def one(tables: int, per_table: int, batches: int) -> dict[str, Any]:
             got["traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
             got["rss_mb"] = rss_mb() - rss0
             got["rss_trimmed_mb"] = trimmed_rss_mb() - rss0
-            got["heap_mb"] = (heap_after_gc(jvm) or 0.0) - (heap0 or 0.0)
-            got["heap_total_mb"] = heap_after_gc(jvm)
+            heap = heap_after_gc(jvm)  # (soak.py's reading: the live objects' MB after a full GC, and more)
+            got["heap_mb"] = (heap.mb if heap else 0.0) - (heap0.mb if heap0 else 0.0)
+            got["heap_total_mb"] = heap.mb if heap else None
             got["rss_total_mb"] = rss_mb()
             got.update(structures(a))
 
