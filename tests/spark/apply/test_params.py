@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from changefeed.spark.apply.params import bind, within
+from changefeed.spark.apply import params
+from changefeed.spark.apply.params import bind, local_rows, within
 from changefeed.spark.apply.segments import TableWrite
 
 
@@ -78,3 +79,27 @@ def test_values_run_no_job_of_their_own(spark, rows) -> None:  # noqa: ANN001
     both, both_jobs = jobs_of(bind(rows, _batch=3).where("commit_ts > 120 AND _batch = 3"))
     assert (plain, bound, both) == (79, 79, 79)
     assert bound_jobs == plain_jobs and both_jobs == plain_jobs
+
+
+def test_local_rows_from_arrow_past_its_threshold_are_the_values_rows(spark, rows) -> None:  # noqa: ANN001
+    """Many rows come from Arrow (Spark's parser is slow on a long VALUES), few from VALUES: the same relation,
+    NULLs included, joined under a broadcast in as many jobs."""
+    from pyspark.sql import functions as F
+
+    cols = [("database", "string"), ("table", "string"), ("__t", "int"), ("__lo", "long"), ("__hi", "long")]
+    many = [("shop", "a" if i == 7 else f"x{i}", i, None if i % 3 else 10 * i, 150 if i == 7 else None)
+            for i in range(params.ARROW_ROWS + 36)]
+    few = many[:params.ARROW_ROWS]
+    for got in (many, few):
+        df = local_rows(spark, got, cols)
+        assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == \
+            [("database", "string"), ("table", "string"), ("__t", "int"), ("__lo", "bigint"), ("__hi", "bigint")]
+        assert sorted(tuple(r) for r in df.collect()) == sorted(got)
+    before = _jobs(spark)
+    joined = rows.join(F.broadcast(local_rows(spark, many, cols)), ["database", "table"]) \
+        .where("commit_ts <= __hi").count()
+    arrow_jobs = _jobs(spark) - before
+    before = _jobs(spark)
+    assert rows.join(F.broadcast(local_rows(spark, few[:8], cols)), ["database", "table"]) \
+        .where("commit_ts <= __hi").count() == joined == 25  # shop.a's rows up to 150
+    assert arrow_jobs == _jobs(spark) - before
