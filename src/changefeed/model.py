@@ -66,7 +66,7 @@ class Column:
     def __getattr__(self, name: str) -> Any:
         """The derived functions made at their first use, then held in their slots (read at full speed after): a
         consumer's driver holds thousands of tables' columns and calls none of them, and their closures were most
-        of the objects its every full garbage collection walked (~20 a column; bench/RESULTS.md)."""
+        of the objects its every full garbage collection walked (17 of a column's 18; bench/RESULTS.md)."""
         if name not in _DERIVED:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         normalize = make_normalizer(self.type)
