@@ -163,7 +163,8 @@ def test_the_source_process_ends_with_a_killed_parent(tmp_path: Path) -> None:
             "    time.sleep(600)\n")
         parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                                   env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                      [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})
+                                      p for p in (str(Path(__file__).resolve().parent.parent),
+                                                  os.environ.get("PYTHONPATH")) if p)})
         try:
             child = int(parent.stdout.readline())  # type: ignore[union-attr]
             time.sleep(1.0)

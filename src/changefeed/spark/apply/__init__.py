@@ -75,23 +75,22 @@ def lake_lease(store: Lake, app_id: str) -> Lease:
     """The lake's owner record: one file renamed into place on a local lake (the same host's processes are
     checked), numbered claims created by conditional PUT on S3 (`lease`)."""
     meta = store.layout.meta
-    if not is_s3(store.layout.lake):
-        def owner() -> dict[str, Any] | None:
-            got = read_json_files(store.spark, meta, OWNER.removesuffix(".json"), last=True)
-            return got[-1] if got else None
 
-        return Lease(store.layout.lake, app_id, owner,
+    def last_in(folder: str, prefix: str) -> Callable[[], dict[str, Any] | None]:
+        def read() -> dict[str, Any] | None:
+            got = read_json_files(store.spark, folder, prefix, last=True)
+            return got[-1] if got else None
+        return read
+
+    if not is_s3(store.layout.lake):
+        return Lease(store.layout.lake, app_id, last_in(meta, OWNER.removesuffix(".json")),
                      lambda rec: store.write_json(meta, OWNER, rec, "the lake's owner record"))
     folder = f"{meta}/{OWNERS}"
-
-    def latest() -> dict[str, Any] | None:
-        got = read_json_files(store.spark, folder, "", last=True)
-        return got[-1] if got else None
 
     def name(rec: dict[str, Any]) -> str:
         return f"{int(rec['claim']):020d}.json"
 
-    return Lease(store.layout.lake, app_id, latest,
+    return Lease(store.layout.lake, app_id, last_in(folder, ""),
                  lambda rec: put(store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)),
                  lambda rec: put_if_absent(store.spark, f"{folder}/{name(rec)}", orjson.dumps(rec)))
 
