@@ -81,7 +81,7 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
 
     runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     args = list(runtime.getInputArguments())
-    assert {"-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30",
+    assert {"-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=40", "-XX:MaxHeapFreeRatio=60",
             "-XX:SoftRefLRUPolicyMSPerMB=100"} <= set(args), args
     from ..conftest import shared_jvm_options
 

@@ -29,12 +29,15 @@ SMALL_MACHINE = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.memory": "1g",
     # the serial GC (a small machine's cores go to the work), returning heap to the OS after a full GC when more than
-    # 30% of it is free (the JVM's default, 70%, keeps a heap once grown toward -Xmx for good: a long run's resident
-    # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak); and soft
+    # 60% of it is free (the JVM's default, 70%, keeps a heap once grown toward -Xmx for good: a long run's resident
+    # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak) and growing it
+    # when less than 40% is (a heap 1.1-1.4x its live data, 10%/30%, took a full GC every few seconds at volume: 16
+    # of ~0.26 s in a minute, against 6 with 40%/60%, and every pipeline of bench/spark_pipeline.py ran ~10% faster,
+    # bench/RESULTS.md 2026-11-29 14:03); and soft
     # references (the JDK's and libraries' caches: reflection data, class path resources, thread-local buffers) kept
     # 0.1 s per MB of free heap since their last use, not the default 1 s: with ~850 MB free a cache entry used once
     # stayed ~14 minutes, so a long run's heap after a full GC kept every soft cache it ever filled (bench/soak.py)
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 "
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=40 -XX:MaxHeapFreeRatio=60 "
                                      "-XX:SoftRefLRUPolicyMSPerMB=100",
     # Spark's ContextCleaner frees a dropped broadcast, shuffle or cached block only once a GC has found it unreachable;
     # its periodic full GC (30 min by default) is what a long-running driver with a roomy heap relies on. Every minute
