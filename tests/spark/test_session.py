@@ -95,6 +95,9 @@ def test_local_files_are_written_without_starting_processes(spark, tmp_path):
         assert f"-XX:SharedArchiveFile={built}" in args
         assert "sharing" in jvm.java.lang.System.getProperty("java.vm.info")
     assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "1min"
+    # a big result sent to the driver directly, not through the block manager (the driver merge's collect)
+    assert jvm.org.apache.spark.util.Utils.byteStringAsBytes(
+        spark.sparkContext.getConf().get("spark.task.maxDirectResultSize")) == 64 << 20
     assert jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 1 << 20  # a broadcast's least
     env = dict(e.split("=", 1) for e in Path(f"/proc/{runtime.getPid()}/environ").read_text().split("\0") if "=" in e)
     assert all(env.get(k) == v for k, v in SMALL_MACHINE_ENV.items()), {k: env.get(k) for k in SMALL_MACHINE_ENV}

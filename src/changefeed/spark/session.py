@@ -49,6 +49,11 @@ SMALL_MACHINE = {
     # alive in the driver's heap while it runs (a soak's heap dump: 3 x 8 MB). 1 MB pages cost nothing measured at
     # 25,000 events a batch (bench/floor.py); a sort or a map of a bigger batch takes more pages, not bigger ones
     "spark.buffer.pageSize": "1m",
+    # a task's result above 1 MB (Spark's default) goes through the block manager: stored, fetched by the driver,
+    # removed. The driver's merge collects a big table's window as Arrow (15 MB for 250,000 changes): sent directly,
+    # the collect's task took 0.45 s against 0.8-1.0 s (bench/volume_stages.py, RESULTS.md 2026-11-29 14:41). Spark
+    # caps it at spark.rpc.message.maxSize (128 MB)
+    "spark.task.maxDirectResultSize": "64m",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
