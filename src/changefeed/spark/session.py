@@ -33,7 +33,7 @@ SMALL_MACHINE = {
     # size then climbs to the cap though its live data stays a third of it; bench/RESULTS.md, the soak) and growing it
     # when less than 40% is (a heap 1.1-1.4x its live data, 10%/30%, took a full GC every few seconds at volume: 16
     # of ~0.26 s in a minute, against 6 with 40%/60%, and every pipeline of bench/spark_pipeline.py ran ~10% faster,
-    # bench/RESULTS.md 2026-11-29 14:03); and soft
+    # bench/RESULTS.md 2026-11-29 13:29); and soft
     # references (the JDK's and libraries' caches: reflection data, class path resources, thread-local buffers) kept
     # 0.1 s per MB of free heap since their last use, not the default 1 s: with ~850 MB free a cache entry used once
     # stayed ~14 minutes, so a long run's heap after a full GC kept every soft cache it ever filled (bench/soak.py)
@@ -51,7 +51,7 @@ SMALL_MACHINE = {
     "spark.buffer.pageSize": "1m",
     # a task's result above 1 MB (Spark's default) goes through the block manager: stored, fetched by the driver,
     # removed. The driver's merge collects a big table's window as Arrow (15 MB for 250,000 changes): sent directly,
-    # the collect's task took 0.45 s against 0.8-1.0 s (bench/volume_stages.py, RESULTS.md 2026-11-29 14:41). Spark
+    # the collect's task took 0.45 s against 0.8-1.0 s (bench/volume_stages.py, RESULTS.md 2026-11-29 13:29). Spark
     # caps it at spark.rpc.message.maxSize (128 MB)
     "spark.task.maxDirectResultSize": "64m",
     "spark.ui.enabled": "false",
