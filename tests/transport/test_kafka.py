@@ -55,6 +55,18 @@ def test_every_protocol_through_kafka(kafka_broker, schema_registry_url, protoco
         assert parts("bootstrap") == {0, 1, 2}  # send-bootstrap-to-all-partition defaults to true
 
 
+def test_an_end_event_before_the_end_taken_at_the_start_does_not_end_the_partition():
+    from changefeed.transport.kafka import reached_end
+
+    end = {0: 5, 1: 7}
+    reached_end(end, 0, 3)  # the log's end as an earlier fetch saw it
+    assert end == {0: 5, 1: 7}
+    reached_end(end, 0, 5)
+    reached_end(end, 1, 9)  # past the end: records written after the start are not read
+    reached_end(end, 2, 0)  # a partition already done
+    assert end == {}
+
+
 def test_message_over_max_message_bytes_is_an_error(kafka_broker):
     topic = f"t{uuid.uuid4().hex[:8]}"
     uri = f"kafka://{kafka_broker}/{topic}?protocol=canal-json&max-message-bytes=300"

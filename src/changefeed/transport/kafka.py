@@ -153,7 +153,7 @@ def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Rec
             p = msg.partition()
             if msg.error():
                 if msg.error().code() == -191:  # _PARTITION_EOF
-                    end.pop(p, None)
+                    reached_end(end, p, msg.offset())
                     continue
                 raise TransportError(f"{topic}[{p}]: {msg.error()}")
             if p not in end or msg.offset() >= end[p]:
@@ -163,3 +163,12 @@ def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Rec
                 del end[p]
     finally:
         consumer.close()
+
+
+def reached_end(end: dict[int, int], partition: int, offset: int) -> None:
+    """A partition's end-of-log event: the partition is done only when the offset it reports reaches the end taken at
+    the start (the last offsets of a log can be transaction markers, never delivered as records). An earlier one
+    leaves the partition to read on (a read then ends by its records or by `read_topic`'s timeout, never short): a
+    CI run once missed one partition's last messages, its cause not found; an early end event was one way to it."""
+    if offset >= end.get(partition, -1):
+        end.pop(partition, None)
