@@ -96,3 +96,22 @@ def test_a_files_stats_from_the_footer_written_are_those_read_back_from_it(tmp_p
     assert written[1] == {name: of_file(str(tmp_path / name), schema, {})} and size == (tmp_path / name).stat().st_size
     assert '"minValues":{"id":1,"name":"a","amount":-7.50}' in written[1][name]
     assert driverfiles.write_with_stats(rows.slice(0, 0), str(tmp_path), lambda: "g.parquet", schema, {}) == ([], {})
+
+
+def test_split_gives_each_table_its_rows_in_their_order() -> None:
+    import random
+
+    import pyarrow.compute as pc
+
+    rng = random.Random(7)
+    which = [rng.choice([0, 2, 3, 5]) for _ in range(500)]
+    rows = pa.concat_tables([pa.table({"__t": pa.array(which[i:i + 100], pa.int32()), "id": list(range(i, i + 100))})
+                             for i in range(0, 500, 100)])  # several chunks, as a collect gives them
+    parts = driverfiles.split(rows, "__t", 6)
+    assert len(parts) == 6
+    for i, part in enumerate(parts):
+        want = rows.filter(pc.equal(rows["__t"], i)).drop_columns(["__t"])
+        assert part.column_names == ["id"] and part.column("id").to_pylist() == want.column("id").to_pylist()
+    one, = driverfiles.split(rows.filter(pc.equal(rows["__t"], 3)).set_column(0, "__t", pa.array([0] * which.count(3),
+                                                                                                 pa.int32())), "__t", 1)
+    assert one.column("id").to_pylist() == [k for k, t in enumerate(which) if t == 3]
