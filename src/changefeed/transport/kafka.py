@@ -86,8 +86,37 @@ class KafkaTransport:
                     raise TransportError(f"topic {topic!r} was created but the broker's metadata does not show "
                                          f"its {want} partition(s) after 30 s")
                 time.sleep(0.1)
+            self._wait_led(topic, sorted(t.partitions))
         n = self._partitions[topic] = len(t.partitions)
         return n
+
+    def _wait_led(self, topic: str, partitions: list[int], timeout_s: float = 30) -> None:
+        """Until the broker leads each partition of a topic just created: it answers a ListOffsets of each.
+
+        The metadata names a new partition's leader before that broker has taken it over. A first batch sent then
+        is refused ("not leader") while the producer has the next one in flight; when the broker accepts that one
+        (a new partition takes any first sequence of an idempotent producer), librdkafka counts the refused batch
+        as delivered ("implicitly acked by subsequent batch success", its debug log) and it is lost: two CI
+        flakes were that (a partition's first BOOTSTRAP, DDL and watermark missing; bench/RESULTS.md, 2026-11-29)."""
+        from confluent_kafka.admin import OffsetSpec
+
+        deadline = time.monotonic() + timeout_s
+        left = [TopicPartition(topic, p) for p in partitions]
+        while left:
+            futures = self.admin.list_offsets({tp: OffsetSpec.latest() for tp in left}, request_timeout=10)
+            waiting = []
+            for tp, f in futures.items():
+                try:
+                    f.result()
+                except KafkaException:
+                    waiting.append(tp)
+            left = waiting
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise TransportError(f"topic {topic!r} was created but partitions {[tp.partition for tp in left]} "
+                                     f"have no leader serving them after {timeout_s:.0f} s")
+            time.sleep(0.05)
 
     def _delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -168,7 +197,6 @@ def read_topic(sink: SinkURI, topic: str, timeout_s: float = 30) -> Iterator[Rec
 def reached_end(end: dict[int, int], partition: int, offset: int) -> None:
     """A partition's end-of-log event: the partition is done only when the offset it reports reaches the end taken at
     the start (the last offsets of a log can be transaction markers, never delivered as records). An earlier one
-    leaves the partition to read on (a read then ends by its records or by `read_topic`'s timeout, never short): a
-    CI run once missed one partition's last messages, its cause not found; an early end event was one way to it."""
+    leaves the partition to read on: a read ends by its records or by `read_topic`'s timeout, never short."""
     if offset >= end.get(partition, -1):
         end.pop(partition, None)
