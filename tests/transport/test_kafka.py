@@ -67,12 +67,13 @@ def test_an_end_event_before_the_end_taken_at_the_start_does_not_end_the_partiti
     assert end == {}
 
 
-def test_a_new_topic_is_led_on_every_partition_before_its_first_message(kafka_broker):
-    """The broker serves every partition of a topic the transport created before the transport sends to it: a first
-    batch sent while the broker had not yet taken a new partition over was refused, and librdkafka then counted it
-    delivered once the next batch in flight succeeded (its first messages lost, ~1 topic in 30 in a loop)."""
+@pytest.mark.parametrize("creator", ["transport", "another client"])
+def test_a_new_topic_is_led_on_every_partition_before_its_first_message(kafka_broker, creator):
+    """The broker serves every partition of a new topic before the transport sends to it, whoever created it: a
+    first batch sent while the broker had not yet taken a new partition over was refused, and librdkafka then counted
+    it delivered once the next batch in flight succeeded (its first messages lost, ~1 topic in 30 in a loop)."""
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
     from changefeed.sinkconfig import parse_sink_uri
     from changefeed.transport.kafka import KafkaTransport
@@ -80,6 +81,9 @@ def test_a_new_topic_is_led_on_every_partition_before_its_first_message(kafka_br
     admin = AdminClient({"bootstrap.servers": kafka_broker})
     for _ in range(6):
         topic = f"t{uuid.uuid4().hex[:8]}"
+        if creator != "transport":  # as `kafka-topics.sh --create` a moment before the producer starts (not awaited:
+            # its partitions led or not yet when the transport looks; unled in ~1 of 40 such topics, bench/RESULTS.md)
+            admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
         transport = KafkaTransport(parse_sink_uri(f"kafka://{kafka_broker}/{topic}?protocol=canal-json&partition-num=3"),
                                    1 << 20)
         assert transport.partitions(topic) == 3

@@ -86,12 +86,14 @@ class KafkaTransport:
                     raise TransportError(f"topic {topic!r} was created but the broker's metadata does not show "
                                          f"its {want} partition(s) after 30 s")
                 time.sleep(0.1)
-            self._wait_led(topic, sorted(t.partitions))
+        self._wait_led(topic, sorted(t.partitions))  # also a topic another client created a moment ago
         n = self._partitions[topic] = len(t.partitions)
         return n
 
     def _wait_led(self, topic: str, partitions: list[int], timeout_s: float = 30) -> None:
-        """Until the broker leads each partition of a topic just created: it answers a ListOffsets of each.
+        """Until the broker leads each partition of a topic (once per topic, before its first message): it answers
+        a ListOffsets of each. One round trip for a topic that has long existed; a topic created a moment ago, by
+        this transport or by another client, waits here.
 
         The metadata names a new partition's leader before that broker has taken it over. A first batch sent then
         is refused ("not leader") while the producer has the next one in flight; when the broker accepts that one
@@ -114,8 +116,8 @@ class KafkaTransport:
             if not left:
                 return
             if time.monotonic() > deadline:
-                raise TransportError(f"topic {topic!r} was created but partitions {[tp.partition for tp in left]} "
-                                     f"have no leader serving them after {timeout_s:.0f} s")
+                raise TransportError(f"kafka {self._where}: partitions {[tp.partition for tp in left]} of topic "
+                                     f"{topic!r} have no leader serving them after {timeout_s:.0f} s")
             time.sleep(0.05)
 
     def _delivery(self, err: Any, msg: Any) -> None:
