@@ -96,3 +96,51 @@ def test_a_later_decoder_told_the_ddl_reads_bigint_unsigned_whole(schema_registr
     [ev] = dec.decode(m.value, m.key)
     assert ev.after["big"] == (1 << 64) - 1
     assert ev.table.by_name["big"].mysql_type == "bigint unsigned"
+
+
+def test_logical_types_of_confluents_avro_converter(schema_registry_url):
+    """A real Debezium MySQL connector behind Confluent's AvroConverter, in Debezium's default precise decimal mode
+    and Kafka Connect's temporal types: the Avro schema says `logicalType` (decimal, date, timestamp-millis) beside
+    `connect.name`, and an Avro reader applying them hands back Decimals and dates. Written here by fastavro from
+    Python Decimal / date / datetime values, as any Avro writer would."""
+    import datetime as dt
+    from decimal import Decimal
+
+    ns = f"dbserver1.db{uuid.uuid4().hex[:6]}.t"
+    value = {"type": "record", "name": "Value", "namespace": ns, "connect.name": f"{ns}.Value", "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "price", "default": None, "type": ["null", {
+            "type": "bytes", "scale": 2, "precision": 10, "connect.version": 1, "logicalType": "decimal",
+            "connect.parameters": {"scale": "2", "connect.decimal.precision": "10"},
+            "connect.name": "org.apache.kafka.connect.data.Decimal"}]},
+        {"name": "day", "default": None, "type": ["null", {"type": "int", "connect.version": 1, "logicalType": "date",
+                                                           "connect.name": "org.apache.kafka.connect.data.Date"}]},
+        {"name": "at", "default": None, "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]}]}
+    source = {"type": "record", "name": "Source", "namespace": "io.debezium.connector.mysql", "fields": [
+        {"name": n, "type": t} for n, t in (("version", "string"), ("connector", "string"), ("name", "string"),
+                                            ("ts_ms", "long"), ("db", "string"), ("table", ["null", "string"]),
+                                            ("file", "string"), ("pos", "long"), ("row", "int"))]}
+    envelope = {"type": "record", "name": "Envelope", "namespace": ns, "connect.name": f"{ns}.Envelope", "fields": [
+        {"name": "before", "type": ["null", value], "default": None},
+        {"name": "after", "type": ["null", "Value"], "default": None},
+        {"name": "source", "type": source}, {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"], "default": None}]}
+    key = {"type": "record", "name": "Key", "namespace": ns, "fields": [{"name": "id", "type": "int"}]}
+    reg = SchemaRegistry(schema_registry_url)
+
+    def framed(subject: str, schema: dict, datum: dict) -> bytes:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), datum)
+        return b"\0" + struct.pack(">I", reg.register(subject, json.dumps(schema))) + buf.getvalue()
+
+    db = ns.split(".")[1]
+    rec = {"before": None, "op": "c", "ts_ms": 1,
+           "after": {"id": 1, "price": Decimal("-12.34"), "day": dt.date(2023, 11, 30),
+                     "at": dt.datetime(2023, 11, 30, 12, 34, 56, 123000, tzinfo=dt.UTC)},
+           "source": {"version": "2.4.0.Final", "connector": "mysql", "name": "dbserver1", "ts_ms": 1701347696000,
+                      "db": db, "table": "t", "file": "mysql-bin.000005", "pos": 1234, "row": 0}}
+    cfg = build_config("debezium-avro", {"schema-registry": schema_registry_url})
+    [ev] = DebeziumAvroDecoder(cfg, reg).decode(framed(f"{ns}-value", envelope, rec),
+                                                framed(f"{ns}-key", key, {"id": 1}))
+    assert ev.after == {"id": 1, "price": "-12.34", "day": "2023-11-30", "at": "2023-11-30 12:34:56.123"}
+    assert ev.table.by_name["price"].type.compact_str() == "decimal(10,2)"

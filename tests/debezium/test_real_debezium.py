@@ -103,3 +103,85 @@ def test_option_to_leave_out_ddl_and_watermark():
     assert enc.encode(Event(kind=Kind.WATERMARK, commit_ts=5)) == []
     assert enc.encode(Event(kind=Kind.DDL, commit_ts=5, table=TableInfo("d", "t"), query="TRUNCATE TABLE t",
                             ddl_type="ActionTruncateTable")) == []
+
+
+def _connect_message(fields: list[dict], after: dict, op: str = "c") -> bytes:
+    """A real Debezium MySQL connector's value as Kafka Connect's JsonConverter writes it (schemas enabled)."""
+    value = {"type": "struct", "optional": True, "name": "dbserver1.inventory.t.Value", "fields": fields}
+    schema = {"type": "struct", "optional": False, "name": "dbserver1.inventory.t.Envelope", "version": 1, "fields": [
+        dict(value, field="before"), dict(value, field="after"),
+        {"type": "struct", "optional": False, "name": "io.debezium.connector.mysql.Source", "fields": [],
+         "field": "source"},
+        {"type": "string", "optional": False, "field": "op"}, {"type": "int64", "optional": True, "field": "ts_ms"}]}
+    source = {"version": "2.4.0.Final", "connector": "mysql", "name": "dbserver1", "ts_ms": 1701347696000,
+              "snapshot": "false", "db": "inventory", "table": "t", "server_id": 223344, "gtid": None,
+              "file": "mysql-bin.000005", "pos": 1234, "row": 0, "thread": 8, "query": None}
+    return orjson.dumps({"schema": schema, "payload": {"before": None, "after": after, "source": source, "op": op,
+                                                        "ts_ms": 1701347696500, "transaction": None}})
+
+
+def _decimal_field(name: str, precision: int, scale: int) -> dict:
+    return {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}, "field": name}
+
+
+def test_decimals_in_debeziums_default_precise_mode():
+    """`decimal.handling.mode=precise` (Debezium's default): a Connect Decimal, the unscaled value's big-endian
+    two's-complement bytes in base64. Debezium's BinlogDecimalIT (decimal_test.sql) reads back 1.33, -2.111, 3.44400;
+    `bigint.unsigned.handling.mode=precise` writes BIGINT UNSIGNED as a Decimal of scale 0."""
+    fields = [{"type": "int32", "optional": False, "field": "id"}, _decimal_field("A", 3, 2),
+              _decimal_field("B", 4, 3), _decimal_field("C", 7, 5), _decimal_field("D", 7, 5),
+              _decimal_field("u", 20, 0)]
+    # 133 = 00 85, -2111 = f7 c1, 344400 = 05 41 50, 2^64-1 = 00 ff*8 (BigInteger.toByteArray)
+    [ev] = DebeziumDecoder().decode(_connect_message(fields, {"id": 1, "A": "AIU=", "B": "98E=", "C": "BUFQ",
+                                                              "D": None, "u": "AP//////////"}))
+    assert ev.after == {"id": 1, "A": "1.33", "B": "-2.111", "C": "3.44400", "D": None, "u": "18446744073709551615"}
+    types = {c.name: c.type.compact_str() for c in ev.table.columns}
+    assert types["A"] == "decimal(3,2)" and types["C"] == "decimal(7,5)" and types["u"] == "decimal(20,0)"
+
+
+def test_temporal_values_in_connect_precision_mode():
+    """`time.precision.mode=connect`: Kafka Connect's own Date (days), Time (ms of the day) and Timestamp (epoch
+    ms); Debezium's `adaptive` mode's io.debezium.time.Time is ms of the day too."""
+    fields = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Date", "version": 1,
+               "field": "d"},
+              {"type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
+               "field": "dt"},
+              {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Time", "version": 1,
+               "field": "tm"},
+              {"type": "int32", "optional": True, "name": "io.debezium.time.Time", "field": "t0"}]
+    [ev] = DebeziumDecoder().decode(_connect_message(fields, {"id": 1, "d": 19691, "dt": 1701347696123,
+                                                              "tm": 45296123, "t0": 3600000}))
+    assert ev.after["d"] == "2023-11-30" and ev.after["dt"] == "2023-11-30 12:34:56.123"
+    assert ev.table.by_name["tm"].type.compact_str() == "time(3)"
+    assert ev.after["tm"].startswith("12:34:56.123") and ev.after["t0"] == "01:00:00"
+
+
+def test_truncate_event_is_the_tables_truncate():
+    """A truncate event (op "t", no images; Debezium's docs, "truncate events") empties the table, as TiCDC's
+    TRUNCATE TABLE does."""
+    [ev] = DebeziumDecoder().decode(_connect_message([{"type": "int32", "optional": False, "field": "id"}], None,
+                                                     op="t"))
+    assert ev.kind is Kind.DDL and ev.ddl_type == "ActionTruncateTable"
+    assert ev.query == "TRUNCATE TABLE `inventory`.`t`" and ev.table.qualified == "inventory.t"
+
+
+def test_schema_change_without_the_schema_envelope():
+    """With the JsonConverter's `schemas.enable=false` a schema-change value is its payload alone."""
+    payload = orjson.loads((REAL / "doc-schema-change.value.json").read_bytes())["payload"]
+    [ev] = DebeziumDecoder().decode(orjson.dumps(payload))
+    assert ev.kind is Kind.DDL and ev.query.startswith("ALTER TABLE customers ADD middle_name")
+    assert "middle_name" in ev.table.by_name
+
+
+@pytest.mark.parametrize("message", [
+    # Debezium's docs, "Transaction metadata": the BEGIN and END of a transaction on its own topic
+    {"status": "BEGIN", "id": "571:53195829", "ts_ms": 1486500577125, "event_count": None, "data_collections": None},
+    {"status": "END", "id": "571:53195832", "ts_ms": 1486500577691, "event_count": 2,
+     "data_collections": [{"data_collection": "s1.a", "event_count": 1}, {"data_collection": "s2.a",
+                                                                           "event_count": 1}]},
+])
+def test_transaction_metadata_is_no_change(message):
+    assert DebeziumDecoder().decode(orjson.dumps(message)) == []
+    assert DebeziumDecoder().decode(orjson.dumps({"schema": {"type": "struct"}, "payload": message})) == []

@@ -79,6 +79,23 @@ def connect_to_avro(schema: dict[str, Any], names: set[str] | None = None) -> An
     return out
 
 
+# Avro logical types (an AvroConverter's schema, or any Avro writer's) as the Connect names the decoder reads
+_LOGICAL = {"decimal": "org.apache.kafka.connect.data.Decimal", "date": "org.apache.kafka.connect.data.Date",
+            "time-millis": "org.apache.kafka.connect.data.Time",
+            "timestamp-millis": "org.apache.kafka.connect.data.Timestamp",
+            "time-micros": "io.debezium.time.MicroTime", "timestamp-micros": "io.debezium.time.MicroTimestamp"}
+
+
+def without_logical_types(schema: Any) -> Any:
+    """The schema fastavro reads values with: logical types dropped, so a value comes as its Connect JSON form
+    (a Decimal's bytes, a Date's days) instead of a Python Decimal or date (`avro_to_connect` keeps the names)."""
+    if isinstance(schema, list):
+        return [without_logical_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: without_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+
+
 def avro_to_connect(schema: Any, field: str | None = None) -> dict[str, Any]:
     """The inverse, enough for the decoder: Connect type, optional, name, parameters."""
     optional = False
@@ -94,10 +111,15 @@ def avro_to_connect(schema: Any, field: str | None = None) -> dict[str, Any]:
         out = {"type": "array", "items": avro_to_connect(schema["items"])}
     else:
         out = {"type": schema.get("connect.type") or _CONNECT_OF.get(schema["type"], "string")}
-        if schema.get("connect.name"):
-            out["name"] = schema["connect.name"]
+        logical = schema.get("logicalType")
+        name = schema.get("connect.name") or _LOGICAL.get(logical)
+        if name:
+            out["name"] = name
         if schema.get("connect.parameters"):
             out["parameters"] = schema["connect.parameters"]
+        elif logical == "decimal":
+            out["parameters"] = {"scale": str(schema.get("scale", 0)),
+                                 "connect.decimal.precision": str(schema.get("precision", 65))}
     out["optional"] = optional
     if field is not None:
         out["field"] = field
@@ -201,7 +223,7 @@ class DebeziumAvroDecoder:
                 raw = json.loads(self.registry.schema(sid))
             except SchemaRegistryError as e:
                 raise DecodeError(f"schema id {sid}: {e}", field=fld, offset=1) from None
-            cached = (fastavro.parse_schema(raw), avro_to_connect(raw))
+            cached = (fastavro.parse_schema(without_logical_types(raw)), avro_to_connect(raw))
             self._schemas[sid] = cached
         parsed, connect = cached
         buf = io.BytesIO(payload[5:])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import logging
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -31,6 +32,20 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _log = logging.getLogger("changefeed.values")
 _WARNED: set[tuple[str, str, str]] = set()  # once per column and process: decoders are made again per Spark task
 _OPS = {"c": Kind.INSERT, "r": Kind.INSERT, "u": Kind.UPDATE, "d": Kind.DELETE}
+_ENVELOPE = frozenset(("op", "ddl", "tableChanges", "status"))  # a payload's own keys: the message is bare
+
+
+# Connect logical names of real Debezium's temporal columns: the MySQL type each one reads back as
+# (`time.precision.mode=adaptive_time_microseconds`, Debezium's default, `adaptive` and `connect`)
+_TEMPORAL = {
+    "io.debezium.time.Date": "date", "org.apache.kafka.connect.data.Date": "date",
+    "io.debezium.time.Timestamp": "datetime(3)", "org.apache.kafka.connect.data.Timestamp": "datetime(3)",
+    "io.debezium.time.MicroTimestamp": "datetime(6)", "io.debezium.time.NanoTimestamp": "datetime(6)",
+    "io.debezium.time.ZonedTimestamp": "timestamp(6)",
+    "io.debezium.time.Time": "time(3)", "org.apache.kafka.connect.data.Time": "time(3)",
+    "io.debezium.time.MicroTime": "time(6)", "io.debezium.time.NanoTime": "time(6)",
+}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"  # `decimal.handling.mode=precise`, Debezium's default
 
 
 def _mysql_type(f: dict[str, Any]) -> str:
@@ -38,16 +53,12 @@ def _mysql_type(f: dict[str, Any]) -> str:
     name = f.get("name", "")
     typ = f.get("type")
     params = f.get("parameters") or {}
-    if name == "io.debezium.time.Date":
-        return "date"
-    if name == "io.debezium.time.Timestamp":
-        return "datetime(3)"
-    if name == "io.debezium.time.MicroTimestamp":
-        return "datetime(6)"
-    if name == "io.debezium.time.ZonedTimestamp":
-        return "timestamp(6)"
-    if name == "io.debezium.time.MicroTime":
-        return "time(6)"
+    temporal = _TEMPORAL.get(name)
+    if temporal is not None:
+        return temporal
+    if name == _DECIMAL:
+        scale = int(params.get("scale", 0))
+        return f"decimal({max(int(params.get('connect.decimal.precision', 65)), scale, 1)},{scale})"
     if name == "io.debezium.time.Year":
         return "year"
     if name == "io.debezium.data.Bits":
@@ -77,22 +88,45 @@ def _infer(v: Any) -> str:
     return "text"
 
 
+# microseconds per unit of each epoch-based (timestamp) and midnight-based (time) logical type
+_TS_MICROS = {"io.debezium.time.Timestamp": 1000, "org.apache.kafka.connect.data.Timestamp": 1000,
+              "io.debezium.time.MicroTimestamp": 1, "io.debezium.time.NanoTimestamp": 0.001}
+_TIME_MICROS = {"io.debezium.time.MicroTime": 1, "io.debezium.time.Time": 1000,
+                "org.apache.kafka.connect.data.Time": 1000, "io.debezium.time.NanoTime": 0.001}
+
+
+def _decimal(v: Any, scale: int) -> str:
+    """A Connect Decimal: its unscaled value as big-endian two's-complement bytes (base64 in JSON), or a number
+    where the JsonConverter's `decimal.format=NUMERIC` wrote one."""
+    if isinstance(v, str):
+        unscaled = int.from_bytes(base64.b64decode(v, validate=True), "big", signed=True)
+        return format(Decimal(f"{unscaled}e{-scale}"), "f")  # exact: no context rounds a string's digits
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError("a Decimal is base64 bytes or a number")
+    return repr(v) if isinstance(v, float) else str(v)
+
+
 def _datum(col: Column, semantic: str, v: Any, binary_b64: bool) -> Any:
     if v is None:
         return None
     t = col.type
     fam = t.family
-    if semantic == "io.debezium.time.Date":
+    if semantic in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
         return (dt.date(1970, 1, 1) + dt.timedelta(days=v)).isoformat()
-    if semantic in ("io.debezium.time.Timestamp", "io.debezium.time.MicroTimestamp"):
-        micros = v * 1000 if semantic.endswith(".Timestamp") else v
+    if semantic == _DECIMAL:
+        return _decimal(v, t.scale or 0)
+    per = _TS_MICROS.get(semantic)
+    if per is not None:
+        micros = v * per if per >= 1 else v // 1000
         t_ = _EPOCH + dt.timedelta(microseconds=micros)
         frac = f"{t_.microsecond:06d}"[: t.fsp] if t.fsp else ""
         return t_.strftime("%Y-%m-%d %H:%M:%S") + (f".{frac}" if frac else "")
     if semantic == "io.debezium.time.ZonedTimestamp":
         body = v.rstrip("Z").replace("T", " ")
         return body
-    if semantic == "io.debezium.time.MicroTime":
+    per = _TIME_MICROS.get(semantic)
+    if per is not None:
+        v = v * per if per >= 1 else int(v / 1000)  # nanoseconds: truncated toward zero, as MySQL's TIME is
         neg = v < 0
         a = abs(v)
         s, us = divmod(a, 1_000_000)
@@ -145,6 +179,16 @@ def _warn_wrapped(t: TableInfo, unsure: frozenset[str], *images: Any) -> None:
                                  "extension; if the column is BIGINT UNSIGNED it is %d (TiCDC writes values above "
                                  "2^63 wrapped): enable-tidb-extension=true, or the table's DDL in the stream, "
                                  "carries the column's type", t.schema, t.table, name, v, v + (1 << 64))
+
+
+def _truncate(src: dict[str, Any], ts: int) -> Event:
+    """A truncate event as the DDL it was: the lake empties the table as it does for TiCDC's TRUNCATE TABLE."""
+    db, table = src.get("db"), src.get("table")
+    if not isinstance(db, str) or not isinstance(table, str) or not db or not table:
+        raise DecodeError("a truncate event without its source.db and source.table", field="payload.source")
+    query = "TRUNCATE TABLE " + ".".join("`" + n.replace("`", "``") + "`" for n in (db, table))
+    return Event(kind=Kind.DDL, commit_ts=ts, query=query, ddl_type=action_from_query(query),
+                 table=TableInfo(schema=db, table=table))
 
 
 def _ddl_column(c: dict[str, Any]) -> Column:
@@ -248,11 +292,14 @@ class DebeziumDecoder:
             return []  # a tombstone: the delete before it already said everything
         msg = json_object(value, "a Debezium message")
         schema = msg.get("schema")
-        payload = msg.get("payload", msg if "op" in msg else None)
+        # without the envelope (the JsonConverter's `schemas.enable=false`) the message is the payload itself
+        payload = msg["payload"] if "payload" in msg else msg if not _ENVELOPE.isdisjoint(msg) else None
         if not isinstance(payload, dict):
             raise DecodeError("missing payload", field="payload", offset=0)
         if "ddl" in payload or "tableChanges" in payload:
             return [self._ddl(payload)]
+        if payload.get("status") in ("BEGIN", "END") and "op" not in payload and "source" not in payload:
+            return []  # Debezium's transaction metadata (`provide.transaction.metadata`): a boundary, no change
         op = payload.get("op")
         src = payload.get("source")
         if not isinstance(src, dict):
@@ -262,9 +309,11 @@ class DebeziumDecoder:
             ts = (src.get("ts_ms") or 0) << 18
         if op == "m":
             return [Event(kind=Kind.WATERMARK, commit_ts=ts)]
+        if op == "t":  # real Debezium's truncate event (`skipped.operations` leaves it out by default)
+            return [_truncate(src, ts)]
         kind = _OPS.get(op)  # type: ignore[arg-type]
         if kind is None:
-            raise DecodeError(f"unknown op {op!r}: expected c, r, u, d or m", field="payload.op",
+            raise DecodeError(f"unknown op {op!r}: expected c, r, u, d, t or m", field="payload.op",
                               offset=field_offset(value, "op"))
         keys: list[str] = []
         if key is None and src.get("connector") == "TiCDC":
