@@ -194,14 +194,14 @@ def _make_decoder(cfg: CodecConfig) -> Decoder:
         from .canal import CanalJSONDecoder
         from .claimcheck import FileClaimCheck
 
-        # claim-check locations are file:// URIs, readable without configuring the storage
-        reader = FileClaimCheck(cfg.claim_check_storage_uri or "file:///")
+        # without a configured storage a file:// location is read as written
+        reader = FileClaimCheck(cfg.claim_check_storage_uri)
         return CanalJSONDecoder(cfg, claim_check=reader)
     if cfg.protocol == "simple":
         from .claimcheck import FileClaimCheck
         from .simple import SimpleDecoder
 
-        return SimpleDecoder(cfg, claim_check=FileClaimCheck(cfg.claim_check_storage_uri or "file:///"))
+        return SimpleDecoder(cfg, claim_check=FileClaimCheck(cfg.claim_check_storage_uri))
     if cfg.protocol == "avro":
         from .avro import AvroDecoder
 

@@ -135,3 +135,24 @@ def test_compression(codec_name):
     assert not raw.startswith(b"{")
     [ev] = dec.decode(raw)
     assert ev.after == {"id": 4, "v": "v4"}
+
+
+@pytest.mark.parametrize("where", ["s3://bucket/changefeed/claims", "file:///data/producer/claims"])
+def test_claim_check_is_read_from_the_consumers_storage_by_file_name(tmp_path: Path, where: str):
+    """TiCDC's consumers keep only the file name of `claimCheckLocation` (`filepath.Split`) and read it from their
+    own configured storage: the producer's bucket or folder need not be reachable."""
+    ev = Event(kind=Kind.INSERT, commit_ts=1 << 18, table=BIG, after={"id": 1, "blob": bytes(5000)})
+    produced = tmp_path / "produced"
+    cfg = build_config("simple", {"max-message-bytes": "1000", "large-message-handle-option": "claim-check",
+                                  "claim-check-storage-uri": f"file://{produced}"})
+    [m] = make_encoder(cfg, bootstrap=False).encode(ev)
+    msg = orjson.loads(m.value)
+    [stored] = list(produced.iterdir())
+    msg["claimCheckLocation"] = f"{where}/{stored.name}"  # as a producer writing elsewhere names it
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    stored.rename(mine / stored.name)
+    dec = make_decoder(build_config("simple", {"claim-check-storage-uri": f"file://{mine}"}))
+    dec.decode(SimpleEncoder(build_config("simple")).encode(Event(kind=Kind.BOOTSTRAP, table=BIG))[0].value)
+    [full] = dec.decode(orjson.dumps(msg))
+    assert full.after == ev.after

@@ -83,7 +83,9 @@ def _avro_parser(ctype: Any) -> Callable[[Any], Any]:
         return lambda v: (v[1] if isinstance(v, tuple) else v)["value"] & _MASK64
     if fam in (Family.INT, Family.YEAR):
         return (lambda v: v & _MASK64) if ctype.unsigned else (lambda v: v)
-    if ctype.tp in (TYPE_ENUM, TYPE_SET, TYPE_BIT):
+    if ctype.tp == TYPE_BIT:  # tiflow writes a long, ticdc the value's decimal text in a string
+        return lambda v: (int(v) if isinstance(v, str) else v) & _MASK64
+    if ctype.tp in (TYPE_ENUM, TYPE_SET):
         return lambda v: v & _MASK64
     if ctype.tp == TYPE_FLOAT:
         return canonical_float32
