@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from .errors import UnknownDDLType
 
@@ -94,8 +95,19 @@ CANAL_DDL_TYPES = frozenset(("CREATE", "RENAME", "CINDEX", "DINDEX", "ALTER", "E
 
 
 def canal_type(action: str) -> str:
-    """canal-json's (and the simple protocol's) DDL `type` for a TiDB action."""
+    """canal-json's DDL `type` for a TiDB action."""
     return _CANAL_TYPES.get(action, "QUERY")
+
+
+# the simple protocol's own table (`getDDLType`): canal's without the plural column actions, which it leaves to
+# QUERY, and with EXCHANGE PARTITION as ALTER (ticdc; tiflow's gives QUERY)
+_SIMPLE_TYPES = {a: t for a, t in _CANAL_TYPES.items() if a not in ("ActionAddColumns", "ActionDropColumns")}
+_SIMPLE_TYPES["ActionExchangeTablePartition"] = "ALTER"
+
+
+def simple_type(action: str) -> str:
+    """The simple protocol's DDL `type` for a TiDB action."""
+    return _SIMPLE_TYPES.get(action, "QUERY")
 
 
 def check_action(name: str) -> str:
@@ -297,10 +309,11 @@ _CANAL_TO_ACTION = {
 }
 
 
-def action_from_canal(event_type: str, query: str) -> str:
-    """Recover the TiDB action of a canal-json/simple DDL: the query says more than the type."""
+def action_from_canal(event_type: str, query: str, types: Callable[[str], str] = canal_type) -> str:
+    """Recover the TiDB action of a canal-json/simple DDL (`types`: the protocol's table): the query says more
+    than the type."""
     derived = action_from_query(query)
-    if derived != "ActionNone" and canal_type(derived) == event_type:
+    if derived != "ActionNone" and types(derived) == event_type:
         return derived
     fallback = _CANAL_TO_ACTION.get(event_type, "ActionNone")
     return derived if fallback == "ActionNone" else fallback

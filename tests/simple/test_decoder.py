@@ -156,3 +156,29 @@ def test_claim_check_is_read_from_the_consumers_storage_by_file_name(tmp_path: P
     dec.decode(SimpleEncoder(build_config("simple")).encode(Event(kind=Kind.BOOTSTRAP, table=BIG))[0].value)
     [full] = dec.decode(orjson.dumps(msg))
     assert full.after == ev.after
+
+
+@pytest.mark.parametrize(("action", "query", "dtype"), [
+    # getDDLType (tiflow and ticdc pkg/sink/codec/simple/message.go) has no plural column actions: QUERY
+    ("ActionAddColumns", "ALTER TABLE d.t ADD COLUMN (w bigint)", "QUERY"),
+    ("ActionDropColumns", "ALTER TABLE d.t DROP COLUMN w", "QUERY"),
+    # ticdc's lists EXCHANGE PARTITION with the ALTERs
+    ("ActionExchangeTablePartition", "ALTER TABLE d.t EXCHANGE PARTITION p0 WITH TABLE d.t2", "ALTER"),
+    ("ActionAddColumn", "ALTER TABLE d.t ADD w bigint", "ALTER"),
+])
+def test_ddl_type_is_the_simple_protocols_own(action, query, dtype):
+    enc = SimpleEncoder(build_config("simple"))
+    [m] = enc.encode(Event(kind=Kind.DDL, commit_ts=2 << 18, table=T2, pre_table=T1, query=query, ddl_type=action))
+    assert orjson.loads(m.value)["type"] == dtype
+
+
+def test_exchange_partition_from_ticdc_is_read_as_such():
+    """ticdc writes EXCHANGE PARTITION as an ALTER; its consumer takes the action from the SQL."""
+    enc = SimpleEncoder(build_config("simple"))
+    [m] = enc.encode(Event(kind=Kind.DDL, commit_ts=2 << 18, table=T2, pre_table=T1, ddl_type="ActionAddColumn",
+                           query="ALTER TABLE d.t ADD w bigint"))
+    msg = orjson.loads(m.value)
+    msg["sql"] = "ALTER TABLE d.t EXCHANGE PARTITION p0 WITH TABLE d.t2"
+    dec = SimpleDecoder(build_config("simple"))
+    [ev] = dec.decode(orjson.dumps(msg))
+    assert ev.kind is Kind.DDL and ev.ddl_type == "ActionExchangeTablePartition"

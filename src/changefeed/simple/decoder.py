@@ -21,7 +21,7 @@ import orjson
 from ..checksum import mismatches
 from ..compression import decompress
 from ..config import CodecConfig
-from ..ddl import action_from_canal
+from ..ddl import action_from_canal, simple_type
 from ..errors import DecodeError, field_offset, json_object
 from ..model import Event, Kind, Row, RowChecksum, TableInfo
 from ..mysqltypes import (
@@ -233,7 +233,7 @@ class SimpleDecoder:
         self.remember(before)
         query = msg.get("sql") or ""
         ev = Event(kind=Kind.DDL, commit_ts=msg.get("commitTs") or 0, query=query,
-                   ddl_type=action_from_canal(dtype, query), table=after, pre_table=before)
+                   ddl_type=action_from_canal(dtype, query, simple_type), table=after, pre_table=before)
         if dtype == "ERASE":  # the dropped table: before the DDL, nothing after
             ev.pre_table = before or after
             ev.table = None

@@ -21,7 +21,7 @@ from .. import gojson
 from ..checksum import event_checksum
 from ..compression import compress
 from ..config import CodecConfig
-from ..ddl import canal_type, drops_table
+from ..ddl import drops_table, simple_type
 from ..errors import EncodeError
 from ..eventline import Message
 from ..largemsg import fit_row, record_length, too_large
@@ -187,7 +187,7 @@ class SimpleEncoder:
             after = before = before if before is not None else after
         schema = self._plan(after).table_schema() if after is not None and after.columns else None
         pre = self._plan(before).table_schema() if before is not None and before.columns else None
-        dtype = canal_type(ev.ddl_type or "ActionNone")
+        dtype = simple_type(ev.ddl_type or "ActionNone")
         if self.avro:
             value = self._avro("DDL", {
                 "version": VERSION, "type": dtype, "sql": ev.query or "", "commitTs": _i64(ev.commit_ts),
