@@ -91,3 +91,21 @@ def test_encoder_sends_bootstraps_to_partition_zero_when_not_to_all():
     cfg = build_config("simple")
     msgs = make_encoder(cfg, clock_s=clock, clock_ms=lambda: 1).encode(row(table()))
     assert msgs[0].partition is None  # all partitions: the router broadcasts it
+
+
+def test_primary_key_columns_are_not_nullable_when_the_definition_does_not_say():
+    """TestNewTableSchema (tiflow pkg/sink/codec/simple/message_test.go): `id int, primary key(id)` and `t tinyint
+    primary key` are written `nullable: false` (MySQL makes a primary key NOT NULL); a definition that leaves
+    nullability unknown (an event line, a protocol that does not carry it) must not make them nullable."""
+    from changefeed.simple.schema import table_schema
+
+    by_index = TableInfo("test", "t", [Column("id", "int"), Column("v", "varchar(8)")],
+                         [Index("PRIMARY", ["id"], primary=True, unique=True)], 1, 1)
+    by_flag = TableInfo("test", "t", [Column("t", "tinyint", primary_key=True), Column("v", "varchar(8)")], [], 2, 1)
+    composite = TableInfo("test", "t", [Column("a", "int"), Column("b", "varchar(8)"), Column("v", "int")],
+                          [Index("PRIMARY", ["a", "b"], primary=True, unique=True)], 3, 1)
+    for t in (by_index, by_flag, composite):
+        got = table_schema(t)
+        assert {c["name"]: c["nullable"] for c in got["columns"]} == {
+            c.name: c.name == "v" for c in t.columns}, t.columns
+        assert all(not i["nullable"] for i in got["indexes"] if i["primary"])

@@ -65,8 +65,17 @@ def data_type(ctype: ColumnType) -> dict[str, Any]:
     return out
 
 
+def _nullable_columns(t: TableInfo) -> set[str]:
+    """The columns TiCDC writes `nullable: true`: not declared NOT NULL, and not in the primary key (MySQL makes a
+    primary key's columns NOT NULL, so TiDB flags them so even where the definition given does not say)."""
+    primary = {c.name for c in t.columns if c.primary_key}
+    primary.update(n for idx in t.indexes if idx.primary for n in idx.columns)
+    return {c.name for c in t.columns if c.nullable is not False and c.name not in primary}
+
+
 def index_schemas(t: TableInfo) -> list[dict[str, Any]]:
     handle = _pk_is_handle(t)
+    nullable = _nullable_columns(t)
     out = []
     for idx in t.indexes:
         if idx.primary and handle:
@@ -75,7 +84,7 @@ def index_schemas(t: TableInfo) -> list[dict[str, Any]]:
             "name": idx.name,
             "unique": idx.unique or idx.primary,
             "primary": idx.primary,
-            "nullable": any(t.by_name[c].nullable is not False for c in idx.columns if c in t.by_name),
+            "nullable": any(c in nullable for c in idx.columns),
             "columns": list(idx.columns),
         })
     if handle or (t.pk_names and not any(i["primary"] for i in out)):
@@ -86,13 +95,14 @@ def index_schemas(t: TableInfo) -> list[dict[str, Any]]:
 
 def table_schema(t: TableInfo) -> dict[str, Any]:
     """TiCDC's TableSchema JSON object (Go struct field order)."""
+    nullable = _nullable_columns(t)
     return {
         "schema": t.schema,
         "table": t.table,
         "tableID": t.table_id or 0,
         "version": t.version or 0,
         "columns": [
-            {"name": c.name, "dataType": data_type(c.type), "nullable": c.nullable is not False,
+            {"name": c.name, "dataType": data_type(c.type), "nullable": c.name in nullable,
              "default": _default(c)}
             for c in t.columns
         ],
