@@ -134,3 +134,21 @@ def test_a_wrapped_bigint_unsigned_is_named_once(config, caplog, monkeypatch):
         back = [ev for x in lines if x["value"] for ev in full.decode(x["value"].encode(), x["key"].encode())]
     assert not [r for r in caplog.records if "biu2" in r.getMessage()]
     assert [e.after["biu2"] for e in back if e.after and "biu2" in e.after][0] == 1 << 63
+
+
+def test_enum_members_in_allowed_as_ticdcs_escape_writes_them():
+    """TiCDC's EscapeEnumAndSetOptions (tiflow and ticdc pkg/sink/codec/common/helper.go): a comma is escaped, `\\'`
+    and `''` become `'`, a backslash stays as it is. The decoders read the members back."""
+    from changefeed.config import build_config
+    from changefeed.debezium import DebeziumDecoder, DebeziumEncoder
+    from changefeed.model import Column, Event, Index, Kind, TableInfo
+
+    t = TableInfo("d", "e", [Column("id", "int", nullable=False, primary_key=True),
+                             Column("e", "enum('x\\\\y','a,b','it''s')")],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)])
+    cfg = build_config("debezium", {"enable-tidb-extension": "true"})
+    [m] = DebeziumEncoder(cfg).encode(Event(kind=Kind.INSERT, commit_ts=1 << 18, table=t, after={"id": 1, "e": 2}))
+    fields = orjson.loads(m.value)["schema"]["fields"][1]["fields"]
+    assert next(f for f in fields if f["field"] == "e")["parameters"]["allowed"] == "x\\y,a\\,b,it's"
+    [ev] = DebeziumDecoder(cfg).decode(m.value, m.key)
+    assert ev.table.by_name["e"].type.elements == ("x\\y", "a,b", "it's") and ev.after["e"] == 2

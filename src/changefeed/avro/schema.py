@@ -15,7 +15,7 @@ from typing import Any
 from .. import gojson
 from ..config import CodecConfig
 from ..model import Column, TableInfo
-from ..mysqltypes import Family, to_float32
+from ..mysqltypes import Family, escape_enum_option, to_float32
 
 _SANITIZE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -66,11 +66,6 @@ def tidb_type(col: Column) -> str:
             "year": "YEAR", "vector": "TiDBVECTORFloat32"}.get(name, "TEXT")
 
 
-def _escape_element(e: str) -> str:
-    """TiCDC's EscapeEnumAndSetOptions: `,` and `\\` are escaped in `allowed`."""
-    return e.replace("\\", "\\\\").replace(",", "\\,")
-
-
 def column_type(col: Column, cfg: CodecConfig) -> dict[str, Any]:
     t = col.type
     tt = tidb_type(col)
@@ -99,7 +94,7 @@ def column_type(col: Column, cfg: CodecConfig) -> dict[str, Any]:
         avro = "bytes"
     elif fam in (Family.ENUM, Family.SET):
         avro = "string"
-        params = {"allowed": ",".join(_escape_element(e) for e in t.elements), "tidb_type": tt}
+        params = {"allowed": ",".join(escape_enum_option(e) for e in t.elements), "tidb_type": tt}
     else:
         avro = "string"
     return {"type": avro, "connect.parameters": params}

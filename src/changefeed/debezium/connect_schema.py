@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Column
-from ..mysqltypes import Family
+from ..mysqltypes import Family, escape_enum_option
 from .jsonnum import go_json_float
 from .jsonnum import raw_number as _num
 from .values import _bit_default, _bits_le, _date_days, _datetime_value, _default_text, _time_micros, _timestamp_value
@@ -46,8 +46,7 @@ def field_schema(col: Column, tidb_extension: bool) -> dict[str, Any]:
         return out
     if fam is Family.ENUM:
         out.update(type="string", optional=optional, name="io.debezium.data.Enum", version=1,
-                   parameters={"allowed": ",".join(e.replace("\\", "\\\\").replace(",", "\\,")
-                                                   for e in t.elements)}, field=name)
+                   parameters={"allowed": ",".join(escape_enum_option(e) for e in t.elements)}, field=name)
         if d is not None:
             out["default"] = d
         return out

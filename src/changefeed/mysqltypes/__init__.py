@@ -27,7 +27,15 @@ from .gotext import (
 )
 from .text import _as_text as _as_text
 from .text import make_text_formatter, make_text_parser
-from .tidb import name_to_enum_index, names_to_set_mask, split_escaped_list, tidb_decimal, tidb_flags, tidb_flen
+from .tidb import (
+    escape_enum_option,
+    name_to_enum_index,
+    names_to_set_mask,
+    split_escaped_list,
+    tidb_decimal,
+    tidb_flags,
+    tidb_flen,
+)
 from .types import (
     INT_RANGES,
     TYPE_BIT,
@@ -110,6 +118,7 @@ __all__ = [
     "parse_decimal",
     "shortest_float32",
     "split_escaped_list",
+    "escape_enum_option",
     "tidb_decimal",
     "tidb_flags",
     "tidb_flen",

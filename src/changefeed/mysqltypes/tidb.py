@@ -62,15 +62,22 @@ def names_to_set_mask(ctype: ColumnType, names: str) -> int:
     return mask
 
 
+def escape_enum_option(e: str) -> str:
+    """An ENUM member in a Connect/Avro `allowed` list, as TiCDC's EscapeEnumAndSetOptions writes it: `,` escaped
+    by a backslash, `\\'` and `''` as `'`; a backslash itself is left as it is."""
+    return e.replace(",", "\\,").replace("\\'", "'").replace("''", "'")
+
+
 def split_escaped_list(s: str) -> list[str]:
-    """A comma-joined list whose members escape `,` and `\\` with a backslash (Avro/Connect `allowed`)."""
+    """An `allowed` list back to its members: split at each comma not escaped by a backslash (`escape_enum_option`;
+    real Debezium escapes nothing, and its members hold no commas then)."""
     out: list[str] = []
     cur: list[str] = []
     i = 0
     while i < len(s):
         c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            cur.append(s[i + 1])
+        if c == "\\" and s.startswith(",", i + 1):
+            cur.append(",")
             i += 2
             continue
         if c == ",":
