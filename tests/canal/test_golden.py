@@ -150,3 +150,11 @@ def test_decoder_reads_full_types_of_official_canal(cfg):
     assert ev.after["c_enum"] == 1 and ev.after["c_set"] == 3
     assert ev.after["c_varbinary"] == b"\xff" and ev.after["c_bit"] == 65
     assert base64.b64encode(ev.after["c_binary"]) == base64.b64encode(b"abc" + b"\0" * 13)
+
+
+def test_a_watermark_of_zero_has_an_empty_tidb_object_and_reads_back():
+    """Go's `omitempty` drops `watermarkTs` when it is 0: `"_tidb":{}`, which TiCDC's decoder reads as 0."""
+    msg = {"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+           "es": 0, "ts": 1, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None, "_tidb": {}}
+    [ev] = CanalJSONDecoder().decode(orjson.dumps(msg))
+    assert ev.kind is Kind.WATERMARK and ev.commit_ts == 0

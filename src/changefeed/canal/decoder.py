@@ -193,7 +193,8 @@ class CanalJSONDecoder:
         if is_ddl:
             return [self._ddl(msg, raw, etype, tidb)]
         if etype == "TIDB_WATERMARK":
-            wts = (tidb or {}).get("watermarkTs")
+            # Go's omitempty leaves a watermark of 0 out of `_tidb` (our encoder writes `{}` too)
+            wts = tidb.get("watermarkTs", 0) if tidb is not None else None
             if not _is_u64(wts):
                 raise self._fail(raw, "_tidb", "a TIDB_WATERMARK message needs _tidb.watermarkTs")
             return [Event(kind=Kind.WATERMARK, commit_ts=wts)]
