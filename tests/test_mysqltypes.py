@@ -838,3 +838,11 @@ def test_float32_fast_path_agrees_with_the_exact_search(monkeypatch):
     for f, text in fast.items():
         if text is not None:
             assert text == gotext._shortest_float32.__wrapped__(f), f
+
+
+def test_a_vectors_dimension_is_kept():
+    """TiDB keeps VECTOR(D)'s dimension as the flen and CompactStr writes it back (`vector(5)`: canal-json's
+    content-compatible mysqlType, the simple protocol's `length`); the short form is the bare name."""
+    t = parse("VECTOR(5)")
+    assert (t.short_str(), t.compact_str(), t.full_str(), t.display_length) == ("vector", "vector(5)", "vector(5)", 5)
+    assert parse("vector").compact_str() == "vector"

@@ -226,6 +226,8 @@ class ColumnType:
             return f"{name}({flen})"
         if name == "year":
             return f"year({flen})"
+        if name == "vector" and flen != UNSPECIFIED:
+            return f"vector({flen})"
         return name
 
     def full_str(self) -> str:
@@ -288,8 +290,13 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
     if name in ("enum", "set"):
         # bare `enum`/`set` (canal-json's short mysqlType) leaves the elements unknown
         elements = tuple(_unquote(a, text) for a in args if a != "")
-    elif name == "vector":
-        pass
+    elif name == "vector":  # VECTOR(D): TiDB keeps the dimension as the flen (CompactStr writes it back)
+        if len(args) > 1:
+            raise TypeParseError(f"too many parameters in column type {text!r}")
+        if args:
+            flen = _int_arg(text, args[0])
+            if flen < 1:
+                raise TypeParseError(f"a vector's dimension must be positive in {text!r}")
     elif args:
         if len(args) > 2:
             raise TypeParseError(f"too many parameters in column type {text!r}")
