@@ -9,6 +9,7 @@ WATERMARK (struct marshalling), then `_tidb`.
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from ..eventline import Message
 from ..largemsg import fit_row, record_length
 from ..model import Event, Kind, TableInfo
 from ..mysqltypes import _as_text, make_text_formatter
+from ..tidbkey import row_key
 from ..tso import physical_ms
 from .types import java_sql_type, promoter
 
@@ -30,6 +32,19 @@ _ROW_KINDS = frozenset((Kind.INSERT, Kind.UPDATE, Kind.DELETE))
 _DELETE = Kind.DELETE
 _UPDATE = Kind.UPDATE
 
+
+
+def _row_key_text(table: TableInfo, row: dict[str, Any]) -> str | None:
+    """`_tidb.rowkey`: the row's TiKV key in standard base64 (easyjson's Base64Bytes), or None (JSON null, what
+    TiCDC writes for an event without a key) where the event does not determine the key (tidbkey.row_key:
+    a hidden `_tidb_rowid` handle, a composite or non-integer primary key, no table id).
+
+    The image is the one `data` shows (after; before for a DELETE). TiCDC's UPDATE comes from one TiKV entry,
+    so its handle never changes; an UPDATE here that changes it (TiCDC would have sent a DELETE of the old key
+    and an INSERT of the new) gets the new row's key.
+    """
+    key = row_key(table, row)
+    return None if key is None else base64.b64encode(key).decode("ascii")
 
 
 class ClaimCheckWriter(Protocol):
@@ -185,6 +200,8 @@ class CanalJSONEncoder:
         self._plain = self._compression == "none"
         self._limit = config.max_message_bytes
         self._delete_handle_only = config.delete_only_output_handle_key_columns
+        # TiCDC writes `_tidb.rowkey` only when both enable-tidb-extension and output-row-key are set
+        self._row_key = self._ext and config.output_row_key
 
     # ------------------------------------------------------------------------------------------
     def encode(self, ev: Event) -> list[Message]:
@@ -289,6 +306,8 @@ class CanalJSONEncoder:
                     tidb["onlyHandleKey"] = True
                 if cfg.claim_check:
                     tidb["claimCheckLocation"] = claim_location
+            if self._row_key:
+                tidb["rowkey"] = _row_key_text(plan.table, typed_row)
             msg["_tidb"] = tidb
         return gojson.dumps(msg)
 
@@ -311,10 +330,16 @@ class CanalJSONEncoder:
         except KeyError:
             return None
         ts = ev.commit_ts
+        if not self._ext:
+            tidb = b"}"
+        elif self._row_key:
+            tidb = b',"_tidb":{"commitTs":%d,"rowkey":%s}}' % (ts, gojson.dumps(_row_key_text(plan.table, typed_row)))
+        else:
+            tidb = b',"_tidb":{"commitTs":%d}}' % ts
         return b"".join((
             plan.head, etype, b'","es":', b"%d" % (ts >> 18), b',"ts":', b"%d" % self._clock(),
             b',"sql":"","sqlType":', java, b',"mysqlType":', plan.mysql_bytes, b',"old":', old,
-            b',"data":[', data, b"]", b',"_tidb":{"commitTs":%d}}' % ts if self._ext else b"}",
+            b',"data":[', data, b"]", tidb,
         ))
 
     def _encode_row(self, ev: Event) -> Message:

@@ -151,7 +151,8 @@ class LineEncoder:
         self._clock = encoder._clock
         self._limit = encoder._limit
         self._ext = encoder._ext
-        self.enabled = encoder._plain
+        # `_tidb.rowkey` (output-row-key) is not in the compiled lines: the full path writes it
+        self.enabled = encoder._plain and not encoder._row_key
         self._updates = not cfg.only_output_updated_columns
         self._last_raw, self._last = b"\0", None  # the table of the previous line (most lines are of it)
         self._deletes = not cfg.delete_only_output_handle_key_columns
