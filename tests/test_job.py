@@ -79,7 +79,11 @@ def test_run_over_files(spark, tmp_path: Path, protocol: str, options: dict[str,
     assert rep.ddl >= len(CREATE) + sum(len(q) for _, q in LATER) - 1  # CREATE DATABASE may be a no-op
 
 
-AVRO_CASES = [("avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}), ("debezium-avro", {})]
+# debezium-avro: TiCDC sends its DDL only with the extension and avro-enable-watermark, and refuses a BIGINT
+# UNSIGNED above 2^63-1 (the workload's edge values) in the default long mode
+AVRO_CASES = [("avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}),
+              ("debezium-avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true",
+                                 "avro-bigint-unsigned-handling-mode": "string"})]
 
 
 @pytest.mark.parametrize(("protocol", "options"), AVRO_CASES, ids=["avro", "debezium-avro"])

@@ -13,7 +13,10 @@ from changefeed.traits import stream_traits
     ("canal-json", {}, False), ("canal-json", {"enable-tidb-extension": "true"}, True),
     ("simple", {}, True), ("avro", {"enable-tidb-extension": "true"}, False),
     ("avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}, True),
-    ("debezium", {}, False), ("debezium-avro", {}, False)])
+    ("debezium", {}, False), ("debezium-avro", {}, False),
+    # TiCDC's debezium Avro encoder sends watermarks (and DDL) only with both options, as its avro encoder does
+    ("debezium-avro", {"enable-tidb-extension": "true"}, False),
+    ("debezium-avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}, True)])
 def test_watermarks_follow_protocol_and_options(protocol, options, watermarks):
     assert stream_traits(protocol, options).watermarks is watermarks
 

@@ -97,6 +97,9 @@ def run_codec_options(protocol: str, option: list[str] | None,
         opts_ = {"enable-tidb-extension": "true"}  # watermarks: transaction-consistent tables
     if protocol == "avro":  # without them avro sends neither DDL nor watermarks (truncates go unseen)
         opts_ = {"enable-tidb-extension": "true", "avro-enable-watermark": "true", **opts_}
+    if protocol == "debezium-avro":  # the same, and TiCDC's long mode refuses a BIGINT UNSIGNED above 2^63-1
+        opts_ = {"enable-tidb-extension": "true", "avro-enable-watermark": "true",
+                 "avro-bigint-unsigned-handling-mode": "string", **opts_}
     if sink_uri is not None and "protocol=" not in sink_uri:
         sep = "&" if "?" in sink_uri else "?"
         sink_uri += sep + "&".join([f"protocol={protocol}", *(f"{k}={v}" for k, v in opts_.items())])

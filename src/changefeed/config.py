@@ -62,7 +62,7 @@ _OPTIONS: tuple[OptionSpec, ...] = (
                ("precise", "string")),
     OptionSpec("avro-bigint-unsigned-handling-mode", "avro_bigint_unsigned_handling_mode", "choice",
                ("avro", "debezium-avro"), ("long", "string")),
-    OptionSpec("avro-enable-watermark", "avro_enable_watermark", "bool", ("avro",)),
+    OptionSpec("avro-enable-watermark", "avro_enable_watermark", "bool", ("avro", "debezium-avro")),
     OptionSpec("schema-registry", "schema_registry", "str", ("avro", "debezium-avro")),
     # an https registry's TLS (security.py); by default the Kafka endpoint's ca / cert / key / insecure-skip-verify
     OptionSpec("schema-registry-ca", "schema_registry_ca", "str", ("avro", "debezium-avro")),

@@ -51,10 +51,13 @@ def expected_events(events: list[Event], cfg: CodecConfig) -> list[Event]:
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol in ("debezium", "debezium-avro"):
             continue
         dbz = cfg.protocol in ("debezium", "debezium-avro")
-        if dbz and ev.kind is Kind.DDL and not cfg.debezium_output_ddl_and_watermark:
+        # TiCDC's debezium-avro sends DDL and watermarks only with the extension and avro-enable-watermark
+        dbz_avro_off = cfg.protocol == "debezium-avro" and not (cfg.enable_tidb_extension
+                                                                and cfg.avro_enable_watermark)
+        if dbz and ev.kind is Kind.DDL and (dbz_avro_off or not cfg.debezium_output_ddl_and_watermark):
             continue
-        if dbz and ev.kind is Kind.WATERMARK and not (cfg.debezium_output_ddl_and_watermark
-                                                      and cfg.enable_tidb_extension):
+        if dbz and ev.kind is Kind.WATERMARK and (dbz_avro_off or not (cfg.debezium_output_ddl_and_watermark
+                                                                       and cfg.enable_tidb_extension)):
             continue
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol == "canal-json":
             continue

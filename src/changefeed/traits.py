@@ -43,7 +43,7 @@ def stream_traits(protocol: str, options: Mapping[str, str] | None = None) -> St
         watermarks = cfg.enable_tidb_extension
     elif protocol == "simple":
         watermarks = True
-    elif protocol == "avro":
+    elif protocol in ("avro", "debezium-avro"):  # TiCDC's Avro encoders send them with both options only
         watermarks = cfg.enable_tidb_extension and cfg.avro_enable_watermark
     else:
         watermarks = False
