@@ -75,6 +75,8 @@ _OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("cluster-id", "cluster_id", "str", ("debezium", "debezium-avro")),
     OptionSpec("debezium-output-ddl-and-watermark", "debezium_output_ddl_and_watermark", "bool",
                ("debezium", "debezium-avro")),
+    # ticdc: the DML's transaction start TSO in `source.start_ts` (declared in the source schema)
+    OptionSpec("debezium-include-start-ts", "debezium_include_start_ts", "bool", ("debezium",)),
     OptionSpec("time-zone", "time_zone", "str", _ALL),
     # TiCDC's codec config EnableRowChecksum: set from the changefeed's [integrity] integrity-check-level =
     # "correctness" (sinkconfig.py); only the simple and avro encoders write checksums
@@ -112,6 +114,7 @@ class CodecConfig:
     debezium_output_old_value: bool = True
     cluster_id: str = "default"
     debezium_output_ddl_and_watermark: bool = True  # false: row changes only, as the spec's TiCDC version
+    debezium_include_start_ts: bool = False
     time_zone: str = "UTC"
     enable_row_checksum: bool = False
     explicit: frozenset[str] = field(default_factory=frozenset)

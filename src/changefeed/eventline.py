@@ -311,6 +311,11 @@ class EventReader:
         pos = obj.get("position")
         if isinstance(pos, dict):
             ev.position = pos
+        start = obj.get("startTs")
+        if start is not None:
+            if type(start) is not int or not 0 <= start < 1 << 64:
+                raise DecodeError("startTs must be an unsigned 64-bit integer", field="startTs")
+            ev.start_ts = start
         if kind in (Kind.INSERT, Kind.UPDATE, Kind.DELETE):
             if table is None:
                 raise DecodeError(f"a {kind} needs a table", field="table")
@@ -363,6 +368,7 @@ def event_to_obj(ev: Event, table_cache: dict[int, dict] | None = None) -> dict[
         "after": None if ev.after is None else row_to_json(table, ev.after),  # type: ignore[arg-type]
         "ddl": {"query": ev.query, "type": ev.ddl_type} if ev.kind is Kind.DDL else None,
         **({"position": ev.position} if ev.position else {}),
+        **({"startTs": ev.start_ts} if ev.start_ts is not None else {}),
     }
 
 
@@ -377,7 +383,8 @@ class EventWriter:
 
     def line(self, ev: Event) -> bytes:
         table = ev.table
-        if table is None or ev.pre_table is not None or ev.position or ev.kind not in _ROW_KINDS:
+        if table is None or ev.pre_table is not None or ev.position or ev.start_ts is not None \
+                or ev.kind not in _ROW_KINDS:
             return orjson.dumps(event_to_obj(ev, self._cache))
         cached = self._text.get(id(table))
         if cached is None or cached[0] is not table:

@@ -206,6 +206,9 @@ class Event:
     position: dict[str, Any] | None = None
     # the row checksums a message carried (verified by its decoder), or None
     checksum: RowChecksum | None = None
+    # the start TSO of the transaction that made a row change, where the source knows it (TiDB; an event line's
+    # `startTs`, TiCDC's debezium `source.start_ts`), else None
+    start_ts: int | None = None
 
     @property
     def is_row(self) -> bool:

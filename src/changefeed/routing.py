@@ -261,8 +261,8 @@ class Router:
                 self.split_key_changes and ev.before is not None and ev.after is not None
                 and any(ev.before.get(k) != ev.after.get(k) for k in t.handle_key)):
             return [ev]
-        return [Event(kind=Kind.DELETE, commit_ts=ev.commit_ts, table=t, before=ev.before),
-                Event(kind=Kind.INSERT, commit_ts=ev.commit_ts, table=t, after=ev.after)]
+        return [Event(kind=Kind.DELETE, commit_ts=ev.commit_ts, table=t, before=ev.before, start_ts=ev.start_ts),
+                Event(kind=Kind.INSERT, commit_ts=ev.commit_ts, table=t, after=ev.after, start_ts=ev.start_ts)]
 
     def partition(self, ev: Event) -> int | None:
         """The partition of a row event; None for messages every partition gets."""

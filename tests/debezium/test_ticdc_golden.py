@@ -152,3 +152,45 @@ def test_enum_members_in_allowed_as_ticdcs_escape_writes_them():
     assert next(f for f in fields if f["field"] == "e")["parameters"]["allowed"] == "x\\y,a\\,b,it's"
     [ev] = DebeziumDecoder(cfg).decode(m.value, m.key)
     assert ev.table.by_name["e"].type.elements == ("x\\y", "a,b", "it's") and ev.after["e"] == 2
+
+
+def test_start_ts_in_source_with_debezium_include_start_ts():
+    """ticdc's TestEncodeStartTsInSource: with debezium-include-start-ts (and without the extension) a DML's
+    `source.start_ts` is the transaction's start TSO and the source schema declares it (int64, required); without
+    the option neither (TestDecodeStartTsFallbackToCommitTs); the decoder reads it back."""
+    from changefeed.config import build_config
+    from changefeed.debezium import DebeziumDecoder, DebeziumEncoder
+    from changefeed.model import Column, Event, Index, Kind, TableInfo
+
+    t = TableInfo("test", "t", [Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(8)")],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)])
+    ev = Event(kind=Kind.INSERT, commit_ts=100 << 18, table=t, after={"id": 1, "v": "a"}, start_ts=5)
+    for on in (True, False):
+        cfg = build_config("debezium", {"debezium-include-start-ts": str(on).lower()})
+        [m] = DebeziumEncoder(cfg).encode(ev)
+        value = orjson.loads(m.value)
+        source = value["payload"]["source"]
+        declared = next(f for f in value["schema"]["fields"] if f["field"] == "source")["fields"]
+        if on:
+            assert source["start_ts"] == 5 and list(source)[-3:] == ["commit_ts", "start_ts", "cluster_id"]
+            assert declared[-1] == {"type": "int64", "optional": False, "field": "start_ts"}
+            [back] = DebeziumDecoder(cfg).decode(m.value, m.key)
+            assert back.start_ts == 5
+        else:
+            assert "start_ts" not in source and all(f["field"] != "start_ts" for f in declared)
+
+
+def test_an_event_lines_start_ts_reaches_the_source():
+    """An event line may carry the transaction's `startTs` (TiCDC's RowChangedEvent.StartTs): written back by the
+    event writer, and what debezium-include-start-ts puts in `source.start_ts`."""
+    from changefeed.config import build_config
+    from changefeed.debezium import DebeziumEncoder
+    from changefeed.eventline import EventReader, EventWriter
+
+    line = (b'{"kind":"insert","commitTs":26214400,"startTs":26214399,"table":{"schema":"test","table":"t",'
+            b'"columns":[{"name":"id","mysqlType":"int","nullable":false,"primaryKey":true}]},"preTable":null,'
+            b'"before":null,"after":{"id":1},"ddl":null}')
+    ev = EventReader().parse(line)
+    assert ev.start_ts == 26214399 and b'"startTs":26214399' in EventWriter().line(ev)
+    [m] = DebeziumEncoder(build_config("debezium", {"debezium-include-start-ts": "true"})).encode(ev)
+    assert orjson.loads(m.value)["payload"]["source"]["start_ts"] == 26214399

@@ -145,14 +145,15 @@ def key_schema(base: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "struct", "name": f"{base}.Key", "optional": False, "fields": fields}
 
 
-def envelope(base: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
-    """A row value's `<base>.Envelope`: before/after structs of the given field schemas, source, op, ts_ms, ..."""
+def envelope(base: str, fields: list[dict[str, Any]], start_ts: bool = False) -> dict[str, Any]:
+    """A row value's `<base>.Envelope`: before/after structs of the given field schemas, source (declaring
+    `start_ts` last with ticdc's debezium-include-start-ts), op, ts_ms, ..."""
     return {
         "type": "struct", "optional": False, "name": f"{base}.Envelope", "version": 1,
         "fields": [
             {"type": "struct", "optional": True, "name": f"{base}.Value", "field": "before", "fields": fields},
             {"type": "struct", "optional": True, "name": f"{base}.Value", "field": "after", "fields": fields},
-            SOURCE_SCHEMA,
+            SOURCE_SCHEMA_START_TS if start_ts else SOURCE_SCHEMA,
             {"type": "string", "optional": False, "field": "op"},
             {"type": "int64", "optional": True, "field": "ts_ms"},
             {"type": "struct", "fields": [
@@ -189,3 +190,5 @@ SOURCE_SCHEMA: dict[str, Any] = {
     ],
     "optional": False, "name": "io.debezium.connector.mysql.Source", "field": "source",
 }
+SOURCE_SCHEMA_START_TS: dict[str, Any] = {**SOURCE_SCHEMA,
+                                          "fields": [*SOURCE_SCHEMA["fields"], _f("int64", False, "start_ts")]}

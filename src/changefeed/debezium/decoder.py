@@ -368,6 +368,9 @@ class DebeziumDecoder:
             return out
 
         ev = Event(kind=kind, commit_ts=ts, table=t)
+        start = src.get("start_ts")
+        if type(start) is int and 0 < start < 1 << 64:  # ticdc's debezium-include-start-ts
+            ev.start_ts = start
         if src.get("commit_ts") is None:
             # real Debezium: no TSO; the binlog position orders the changes (ts_ms only to the millisecond)
             ev.position = {k: src.get(k) for k in ("server_id", "gtid", "file", "pos", "row", "ts_ms")

@@ -74,7 +74,7 @@ class DebeziumEncoder:
         """A row message's key and value schemas: the key struct of `key_cols`, the Envelope of `cols`."""
         base = topic_name(self.cluster, t.schema, t.table)
         return (key_schema(base, [self.field_schema(c) for c in key_cols]),
-                envelope(base, [self.field_schema(c) for c in cols]))
+                envelope(base, [self.field_schema(c) for c in cols], self.config.debezium_include_start_ts))
 
     # --- messages ----------------------------------------------------------------------------------
     def _source(self, t: TableInfo | None, ts: int) -> dict[str, Any]:
@@ -142,7 +142,7 @@ class DebeziumEncoder:
     def _row_fast(self, ev: Event) -> Message | None:
         """Row messages as bytes spliced around per-table templates (the same bytes as the object path)."""
         t = ev.table
-        if t is None:
+        if t is None or self.config.debezium_include_start_ts:  # its templates have no start_ts
             return None
         image = ev.before if ev.kind is Kind.DELETE else ev.after
         if image is None or (ev.kind is Kind.UPDATE and ev.before is None):
@@ -182,7 +182,11 @@ class DebeziumEncoder:
         keys = set(t.handle_key)
         key_cols = [c for c in t.columns if c.name in keys]
         key: dict[str, Any] = {"payload": {c.name: self.field_value(c, image.get(c.name)) for c in key_cols}}
-        payload: dict[str, Any] = {"source": self._source(t, ev.commit_ts), "ts_ms": self._clock(), "transaction": None}
+        source = self._source(t, ev.commit_ts)
+        if self.config.debezium_include_start_ts:  # ticdc: after commit_ts; 0 where the source does not know it
+            source = {**{k: v for k, v in source.items() if k != "cluster_id"}, "start_ts": ev.start_ts or 0,
+                      "cluster_id": source["cluster_id"]}
+        payload: dict[str, Any] = {"source": source, "ts_ms": self._clock(), "transaction": None}
         if ev.kind is Kind.INSERT:
             payload.update(op="c", before=None, after=self._values(t, ev.after))
         elif ev.kind is Kind.DELETE:
