@@ -40,3 +40,17 @@ def test_action_from_query(query, action, canal):
     assert action_from_query(query) == action
     assert canal_type(action) == canal
     assert action_from_canal(canal, query) == action
+
+
+@pytest.mark.parametrize(("action", "number"), [
+    # TiDB's pkg/meta/model/job.go (the avro protocol's DDL `type`)
+    ("ActionCreateTable", 3), ("ActionTruncateTable", 11), ("ActionExchangeTablePartition", 42),
+    ("ActionRenameTables", 47), ("ActionAlterTableAttributes", 49), ("ActionAlterTablePartitionAttributes", 50),
+    ("ActionAlterTablePlacement", 56), ("ActionAlterNoCacheTable", 59), ("ActionCreateTables", 60),
+    ("ActionMultiSchemaChange", 61), ("ActionReorganizePartition", 64), ("ActionRemovePartitioning", 72),
+])
+def test_action_numbers_are_tidbs(action, number):
+    from changefeed.ddl import ACTIONS
+
+    assert ACTIONS[action] == number
+    assert len(set(ACTIONS.values())) == len(ACTIONS)  # no two actions share a number
