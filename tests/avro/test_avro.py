@@ -176,3 +176,20 @@ def test_watermark_and_ddl_only_with_the_option(schema_registry_url):
     dec = AvroDecoder(build_config("avro"), reg)
     assert dec.decode(w.value)[0].commit_ts == 5
     assert dec.decode(d.value)[0].ddl_type == "ActionAddColumn"
+
+
+def test_a_cut_delete_marker_is_named(schema_registry_url):
+    """ticdc's delete with watermark: 0x03 and the 8-byte commit ts; a shorter value is a DecodeError naming the
+    value, not a struct error."""
+    from changefeed.errors import DecodeError
+
+    reg = registry(schema_registry_url)
+    t = table(unique())
+    cfg = build_config("avro", {"enable-tidb-extension": "true"})
+    m = AvroEncoder(cfg, reg).encode(Event(kind=Kind.DELETE, commit_ts=7 << 18, table=t, before=ROW))[0]
+    dec = AvroDecoder(cfg, registry(schema_registry_url))
+    [ok] = dec.decode(b"\x03" + struct.pack(">Q", 7 << 18), m.key)
+    assert ok.kind is Kind.DELETE and ok.commit_ts == 7 << 18 and ok.before == {"id": ROW["id"]}
+    with pytest.raises(DecodeError, match="8-byte commit ts") as e:
+        dec.decode(b"\x03\x00\x01", m.key)
+    assert e.value.field == "value"

@@ -208,6 +208,9 @@ class AvroDecoder:
         if value is None or value[:1] == b"\x03":
             if krec is None:
                 raise DecodeError("a tombstone (delete) without a key cannot say which row it deletes", field="key")
+            if value is not None and len(value) != 9:  # ticdc: 0x03 + the commit ts, 8 bytes big-endian
+                raise DecodeError(f"a delete marker is 0x03 and an 8-byte commit ts, not {len(value)} bytes",
+                                  field="value", offset=min(len(value), 1))
             t = self._table(kid, kraw, None, None, "")
             ts = struct.unpack(">Q", value[1:9])[0] if value else 0
             return [Event(kind=Kind.DELETE, commit_ts=ts, table=t, before=self._row(t, krec, "key"))]
