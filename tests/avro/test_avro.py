@@ -193,3 +193,33 @@ def test_a_cut_delete_marker_is_named(schema_registry_url):
     with pytest.raises(DecodeError, match="8-byte commit ts") as e:
         dec.decode(b"\x03\x00\x01", m.key)
     assert e.value.field == "value"
+
+
+@pytest.mark.parametrize(("text", "raw"), [
+    # goavro's toSignedBytes (the version TiCDC pins): the fewest two's-complement bytes; fastavro's own writer
+    # gives -2^(8k-1) one byte more: -0.128 as ff 80, -32.768 as ff 80 00
+    ("-1.280", b"\xfb\x00"), ("-32.768", b"\x80\x00"), ("-0.128", b"\x80"), ("0.128", b"\x00\x80"),
+    ("0.000", b"\x00"), ("-12.345", b"\xcf\xc7"),
+])
+def test_precise_decimal_bytes_as_goavro_writes_them(schema_registry_url, text, raw):
+    reg = registry(schema_registry_url)
+    t = table(unique())
+    cfg = build_config("avro", {"enable-tidb-extension": "true"})
+    [m] = AvroEncoder(cfg, reg).encode(Event(kind=Kind.INSERT, commit_ts=5 << 18, table=t, after=dict(ROW, d=text)))
+    schema = json.loads(reg.schema(struct.unpack(">I", m.value[1:5])[0]))
+    # read with the logical types dropped: the field's raw bytes
+    plain = json.loads(json.dumps(schema).replace('"logicalType": "decimal"', '"x": 0'))
+    rec = fastavro.schemaless_reader(io.BytesIO(m.value[5:]), fastavro.parse_schema(plain), None)
+    assert rec["d"] == raw
+    [back] = AvroDecoder(cfg, registry(schema_registry_url)).decode(m.value, m.key)
+    assert Decimal(back.after["d"]) == Decimal(text)
+
+
+@pytest.mark.parametrize(("col", "value"), [("e", 0), ("e", 3), ("st", 0b100)])
+def test_an_enum_or_set_value_outside_its_members_fails_as_in_ticdc(schema_registry_url, col, value):
+    """TiCDC's encoder parses the value with TiDB's ParseEnumValue / ParseSetValue, which refuse an index of 0 or past
+    the members and bits past them: ErrAvroEncodeFailed."""
+    t = table(unique())
+    enc = AvroEncoder(build_config("avro", {"enable-tidb-extension": "true"}), registry(schema_registry_url))
+    with pytest.raises(EncodeError, match=f"column {col}"):
+        enc.encode(Event(kind=Kind.INSERT, commit_ts=5 << 18, table=t, after=dict(ROW, **{col: value})))

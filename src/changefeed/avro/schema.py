@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import gojson
 from ..config import CodecConfig
+from ..errors import EncodeError
 from ..model import Column, TableInfo
 from ..mysqltypes import Family, escape_enum_option, to_float32
 
@@ -116,14 +117,31 @@ def avro_value(col: Column, v: Any, cfg: CodecConfig) -> Any:
         n = max(1, (v.bit_length() + 7) // 8)
         return v.to_bytes(n, "big")  # tiflow: the minimal big-endian bytes
     if t.name == "decimal":
-        return Decimal(v) if cfg.avro_decimal_handling_mode == "precise" else v
+        return _decimal_bytes(v, t.display_length, t.scale, col.name) if cfg.avro_decimal_handling_mode == "precise" \
+            else v
     if fam is Family.ENUM:
-        return t.elements[v - 1] if 0 < v <= len(t.elements) else ""
+        if not 0 < v <= len(t.elements):  # TiDB's ParseEnumValue refuses it: TiCDC's encoder fails
+            raise EncodeError(f"column {col.name}: {v} is not a member of {t.compact_str()}")
+        return t.elements[v - 1]
     if fam is Family.SET:
+        if v >> len(t.elements):  # ParseSetValue refuses bits past the members
+            raise EncodeError(f"column {col.name}: {v:#b} has bits outside {t.compact_str()}")
         return ",".join(e for i, e in enumerate(t.elements) if v >> i & 1)
     if fam is Family.BYTES:
         return v
     return v
+
+
+def _decimal_bytes(text: str, precision: int, scale: int, name: str) -> bytes:
+    """A DECIMAL's Avro `decimal` bytes as goavro writes them (TiCDC's encoder): the unscaled value in the fewest
+    big-endian two's-complement bytes (-128 is 0x80, where fastavro writes 0xff80)."""
+    sign, digits, exp = Decimal(text).as_tuple()
+    if not isinstance(exp, int) or len(digits) > precision or exp + scale < 0:
+        raise EncodeError(f"column {name}: {text} does not fit decimal({precision},{scale})")
+    unscaled = int("".join(map(str, digits)) or "0") * 10 ** (exp + scale)
+    if sign:
+        unscaled = -unscaled
+    return unscaled.to_bytes(((unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8) + 1, "big", signed=True)
 
 
 def _default(col: Column, cfg: CodecConfig) -> Any:
