@@ -223,3 +223,48 @@ def test_an_enum_or_set_value_outside_its_members_fails_as_in_ticdc(schema_regis
     enc = AvroEncoder(build_config("avro", {"enable-tidb-extension": "true"}), registry(schema_registry_url))
     with pytest.raises(EncodeError, match=f"column {col}"):
         enc.encode(Event(kind=Kind.INSERT, commit_ts=5 << 18, table=t, after=dict(ROW, **{col: value})))
+
+
+def test_float_defaults_in_the_schema_text_as_gos_json_marshal_writes_them():
+    """TiCDC registers `json.Marshal` of the schema: a float64 default is written `0`, `1`, `-0`, positionally up to
+    1e21 (`100000002004087730000` for FLOAT 1e20, kept as the float32's float64), `0.000001`; not Python's `0.0`."""
+    from changefeed.avro.schema import schema_text, value_schema
+
+    t = TableInfo("d", "f", [Column("id", "int", nullable=False, primary_key=True),
+                             Column("a", "float", nullable=False, default="0"),
+                             Column("b", "float", nullable=False, default="1"),
+                             Column("c", "float", nullable=False, default="-0"),
+                             Column("e", "float", nullable=False, default="1e20"),
+                             Column("g", "double", nullable=False, default="0.000001"),
+                             Column("h", "double", nullable=False, default="123456789012345678901")],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)], 1, 1)
+    text = schema_text(value_schema(t, build_config("avro", {})))
+    for name, go in (("a", "0"), ("b", "1"), ("c", "-0"), ("e", "100000002004087730000"), ("g", "0.000001"),
+                     ("h", "123456789012345680000")):
+        field = _field_text(text, name)
+        assert f'"default":{go},' in field or f'"default":{go}}}' in field, field
+
+
+def _field_text(text: str, name: str) -> str:
+    """The JSON text of one field of a record schema text (Go sorts no keys here: the field's own object)."""
+    depth, start = 0, None
+    i = text.index(f'"name":"{name}"')
+    j = i
+    while j > 0:  # back to the field's opening brace
+        j -= 1
+        if text[j] == "}":
+            depth += 1
+        elif text[j] == "{":
+            if depth == 0:
+                start = j
+                break
+            depth -= 1
+    depth, k = 0, start
+    while True:
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:k + 1]
+        k += 1

@@ -16,7 +16,7 @@ from .. import gojson
 from ..config import CodecConfig
 from ..errors import EncodeError
 from ..model import Column, TableInfo
-from ..mysqltypes import Family, escape_enum_option, to_float32
+from ..mysqltypes import Family, escape_enum_option, go_format_float64, to_float32
 
 _SANITIZE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -221,5 +221,30 @@ def key_schema(t: TableInfo, cfg: CodecConfig, changefeed_ns: str = "default") -
 
 
 def schema_text(schema: dict[str, Any]) -> str:
-    """Go's json.Marshal of the schema (compact, HTML-escaped)."""
-    return gojson.dumps_std(schema).decode("utf-8")
+    """Go's json.Marshal of the schema (compact, HTML-escaped; a float default as Go prints it: `0`, not `0.0`)."""
+    floats: list[float] = []
+
+    def mark(o: Any) -> Any:
+        if type(o) is float:
+            floats.append(o)
+            return f"\x00F{len(floats) - 1}\x00"
+        if isinstance(o, dict):
+            return {k: mark(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [mark(v) for v in o]
+        return o
+
+    out = gojson.dumps_std(mark(schema)).decode("utf-8")
+    for i, f in enumerate(floats):
+        out = out.replace(f'"\\u0000F{i}\\u0000"', go_std_float(f), 1)
+    return out
+
+
+def go_std_float(v: float) -> str:
+    """A float64 as Go's encoding/json writes it: shortest digits, positional, 'e' form below 1e-6 and from 1e21
+    with `e-07` cut to `e-7` (strconv keeps two exponent digits, json drops a leading 0 of a negative one)."""
+    a = abs(v)
+    if a != 0 and (a < 1e-6 or a >= 1e21):
+        text = repr(v)
+        return text.replace("e-0", "e-") if "e-0" in text else text
+    return go_format_float64(v)
