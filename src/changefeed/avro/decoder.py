@@ -8,6 +8,7 @@ and no insert/update distinction (rows come back as inserts, i.e. upserts).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -63,8 +64,22 @@ def _column_from_field(f: dict[str, Any]) -> Column:
             "blob" if avro_t == "bytes" else "bigint" if avro_t == "long" else "int" if avro_t == "int"
             else "double" if avro_t == "double" else "float" if avro_t == "float" else "text")
     default = f.get("default")
+    if avro_t == "bytes" and isinstance(default, str):  # Go's json.Marshal of []byte: base64
+        try:
+            raw = base64.b64decode(default, validate=True)
+        except ValueError:
+            raw = None
+        if raw is not None:  # a BIT's big-endian bytes; a binary string's own (as the encoder reads them)
+            default = int.from_bytes(raw, "big") if tt == "BIT" else _bytes_text(raw)
     return Column(name=f["name"], mysql_type=mysql, nullable=nullable,
                   default=default if not isinstance(default, dict | list) else None)
+
+
+def _bytes_text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 
