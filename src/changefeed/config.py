@@ -63,6 +63,8 @@ _OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("avro-bigint-unsigned-handling-mode", "avro_bigint_unsigned_handling_mode", "choice",
                ("avro", "debezium-avro"), ("long", "string")),
     OptionSpec("avro-enable-watermark", "avro_enable_watermark", "bool", ("avro", "debezium-avro")),
+    # ticdc: the before image of an UPDATE or DELETE in a `_ticdc_before` field (deletes then a full value)
+    OptionSpec("avro-include-before-value", "avro_include_before_value", "bool", ("avro",)),
     OptionSpec("schema-registry", "schema_registry", "str", ("avro", "debezium-avro")),
     # an https registry's TLS (security.py); by default the Kafka endpoint's ca / cert / key / insecure-skip-verify
     OptionSpec("schema-registry-ca", "schema_registry_ca", "str", ("avro", "debezium-avro")),
@@ -115,6 +117,7 @@ class CodecConfig:
     cluster_id: str = "default"
     debezium_output_ddl_and_watermark: bool = True  # false: row changes only, as the spec's TiCDC version
     debezium_include_start_ts: bool = False
+    avro_include_before_value: bool = False
     time_zone: str = "UTC"
     enable_row_checksum: bool = False
     explicit: frozenset[str] = field(default_factory=frozenset)

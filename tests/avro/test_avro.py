@@ -268,3 +268,39 @@ def _field_text(text: str, name: str) -> str:
             if depth == 0:
                 return text[start:k + 1]
         k += 1
+
+
+@pytest.mark.parametrize("ext", [True, False])
+def test_include_before_value_as_ticdc(schema_registry_url, ext):
+    """ticdc's TestAvroEncodeIncludeBeforeValue (and ...WithoutTiDBExtension): `_ticdc_before`, a nullable
+    `<table>_before` record after the columns, null for an INSERT and the old row for an UPDATE or DELETE; a DELETE
+    is then a full value (the old row) with `_tidb_op` "d"; without the extension `_tidb_op` alone is added.
+    Read independently (fastavro and the registered schema), then by our decoder."""
+    reg = registry(schema_registry_url)
+    t = table(unique())
+    opts = {"avro-include-before-value": "true", **({"enable-tidb-extension": "true"} if ext else {})}
+    cfg = build_config("avro", opts)
+    enc, dec = AvroEncoder(cfg, reg), AvroDecoder(cfg, registry(schema_registry_url))
+    after = dict(ROW, i=20)
+    before = dict(ROW, i=18)
+    cases = [(Kind.INSERT, None, before, "c"), (Kind.UPDATE, before, after, "u"), (Kind.DELETE, after, None, "d")]
+    for kind, old, new, op in cases:
+        [m] = enc.encode(Event(kind=kind, commit_ts=(1024 + len(op)) << 18, table=t, before=old, after=new))
+        sid, rec = read(m.value, reg)
+        schema = json.loads(reg.schema(sid))
+        names = [f["name"] for f in schema["fields"]]
+        assert names[len(t.columns)] == "_ticdc_before" and "_tidb_op" in names
+        assert ("_tidb_commit_ts" in names) is ext
+        field = schema["fields"][len(t.columns)]
+        assert field["default"] is None and field["type"][0] == "null"
+        assert field["type"][1]["name"] == f"{t.table}_before"
+        assert rec["_tidb_op"] == op
+        assert (rec["_ticdc_before"] is None) is (kind is Kind.INSERT)
+        if kind is not Kind.INSERT:
+            assert rec["_ticdc_before"]["i"] == old["i"]
+        [ev] = dec.decode(m.value, m.key)
+        assert ev.kind is kind
+        if kind is Kind.UPDATE:
+            assert ev.before == before and ev.after == after
+        if kind is Kind.DELETE:
+            assert ev.before == after

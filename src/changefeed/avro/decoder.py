@@ -36,7 +36,7 @@ from .registry import SchemaRegistry, SchemaRegistryError
 _MASK64 = (1 << 64) - 1
 _ACTION_NAMES = {v: k for k, v in ACTIONS.items()}
 _EXT = ("_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time", "_tidb_row_level_checksum",
-        "_tidb_corrupted", "_tidb_checksum_version")
+        "_tidb_corrupted", "_tidb_checksum_version", "_ticdc_before")
 
 
 def _column_from_field(f: dict[str, Any]) -> Column:
@@ -240,6 +240,9 @@ class AvroDecoder:
         ev = Event(kind=kind, commit_ts=ts & _MASK64, table=t, after=row)
         ev.checksum = self._verify(t, vrec, row, ev.commit_ts)
         if kind is Kind.UPDATE:
-            # the protocol carries no before image: only the key is known (it cannot change without a split)
-            ev.before = self._row(t, krec, "key") if krec is not None else {}
+            old = vrec.get("_ticdc_before")  # ticdc's avro-include-before-value
+            if isinstance(old, dict):
+                ev.before = self._row(t, old, "value._ticdc_before")
+            else:  # no before image: only the key is known (it cannot change without a split)
+                ev.before = self._row(t, krec, "key") if krec is not None else {}
         return [ev]

@@ -29,7 +29,7 @@ from ..mysqltypes import ValueError_
 from ..routing import TopicExpression, TopicSource
 from ..tso import physical_ms
 from .registry import SchemaRegistry, SchemaRegistryError
-from .schema import avro_value, key_columns, key_schema, sanitize, schema_text, value_schema
+from .schema import BEFORE_FIELD, avro_value, key_columns, key_schema, sanitize, schema_text, value_schema
 
 DEFAULT_TOPIC = "tidb_{schema}_{table}"
 DDL_BYTE = b"\x01"
@@ -136,11 +136,18 @@ class AvroEncoder:
             key = reg.key_header + self._write(reg.key_schema, {
                 sanitize(c.name): avro_value(c, image.get(c.name), cfg) for c in reg.key_cols})
         value = None
-        if ev.kind is not Kind.DELETE:
+        before = cfg.avro_include_before_value
+        if ev.kind is not Kind.DELETE or before:  # ticdc: with the before value a delete is a full value too
+            op = "c" if ev.kind is Kind.INSERT else "u" if ev.kind is Kind.UPDATE else "d"
             rec = {sanitize(c.name): avro_value(c, image.get(c.name), cfg) for c in t.columns}
+            if before:
+                rec[BEFORE_FIELD] = None if ev.before is None or ev.kind is Kind.INSERT else {
+                    sanitize(c.name): avro_value(c, ev.before.get(c.name), cfg) for c in t.columns}
+                if not cfg.enable_tidb_extension:
+                    rec["_tidb_op"] = op
             if cfg.enable_tidb_extension:
                 ts = ev.commit_ts
-                rec["_tidb_op"] = "c" if ev.kind is Kind.INSERT else "u"
+                rec["_tidb_op"] = op
                 rec["_tidb_commit_ts"] = ts - (1 << 64) if ts >= 1 << 63 else ts
                 rec["_tidb_commit_physical_time"] = physical_ms(ts)
                 if cfg.enable_row_checksum:
@@ -150,7 +157,8 @@ class AvroEncoder:
                         raise EncodeError(f"cannot compute the row checksum of {t.qualified} at commitTs "
                                           f"{ev.commit_ts}: {e}") from None
                     # no checksum (both 0): TiCDC leaves the fields out and the schema defaults are written
-                    rec["_tidb_row_level_checksum"] = str(cs.current) if cs else ""
+                    cur = (cs.previous if ev.kind is Kind.DELETE else cs.current) if cs else None
+                    rec["_tidb_row_level_checksum"] = str(cur) if cs else ""
                     rec["_tidb_corrupted"] = cs.corrupted if cs else False
                     rec["_tidb_checksum_version"] = cs.version if cs else 0
             try:

@@ -25,6 +25,7 @@ EXT_FIELDS = [
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
     {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
 ]
+BEFORE_FIELD = "_ticdc_before"  # avro-include-before-value (ticdc arvo.go schemaWithBeforeValue)
 # with enable-row-checksum (avro.go schemaWithExtension): the after image's checksum as decimal text, TiCDC's
 # corrupted verdict, the upstream row's checksum version
 CHECKSUM_FIELDS = [
@@ -208,10 +209,16 @@ def key_columns(t: TableInfo) -> list[Column]:
 
 def value_schema(t: TableInfo, cfg: CodecConfig, changefeed_ns: str = "default") -> dict[str, Any]:
     rec = record_schema(t, t.columns, cfg, changefeed_ns)
+    if cfg.avro_include_before_value:  # ticdc: the columns again as `<table>_before`, a nullable union
+        before = record_schema(t, t.columns, cfg, changefeed_ns)
+        before["name"] = sanitize(t.table) + "_before"
+        rec["fields"] = rec["fields"] + [{"default": None, "name": BEFORE_FIELD, "type": ["null", before]}]
     if cfg.enable_tidb_extension:
         rec["fields"] = rec["fields"] + [dict(f) for f in EXT_FIELDS]
         if cfg.enable_row_checksum:
             rec["fields"] += [dict(f) for f in CHECKSUM_FIELDS]
+    elif cfg.avro_include_before_value:  # the operation is then needed to tell an update from a delete
+        rec["fields"] = rec["fields"] + [dict(EXT_FIELDS[0])]
     return rec
 
 
