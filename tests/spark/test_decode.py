@@ -160,7 +160,8 @@ def test_canal_json_fast_readers_give_the_protocol_decoders_values(spark, tmp_pa
 
 def _avro_extra_rows() -> tuple[object, object, list[dict]]:
     """A table of the types the workload lacks (unsigned ints, BIT(64), VECTOR, BINARY, BLOB, CHAR, an ENUM
-    member with a comma, edge values), and one with a DECIMAL wider than Spark's (left to Python)."""
+    member with a comma, edge values; no ENUM index 0, the '' of a non-strict insert, which TiCDC's avro encoder
+    refuses), and one with a DECIMAL wider than Spark's (left to Python)."""
     from changefeed.model import Column, Index, TableInfo
 
     extra = TableInfo("app", "extra", columns=[
@@ -181,7 +182,7 @@ def _avro_extra_rows() -> tuple[object, object, list[dict]]:
             "id": 4294967295 - i if k == 0 else i, "tu": (255, 0, i)[k], "mi": (-8388608, 8388607, i)[k],
             "bu": (18446744073709551615, 9223372036854775808, i)[k], "b64": ((1 << 64) - 1, 0, i)[k], "b3": i % 8,
             "vec": f"[{i}.5,-1e+30,0]", "bin": bytes([i, 0, 255, 10]), "bl": bytes(range(i % 50)) * 3, "c": "日本",
-            "e": i % 4, "s": i % 8, "f": (3.4028235e38, -1.5, 0.1)[k], "d": (1e-300, 2.5e22, -0.1)[k],
+            "e": i % 3 + 1, "s": i % 8, "f": (3.4028235e38, -1.5, 0.1)[k], "d": (1e-300, 2.5e22, -0.1)[k],
             "j": '{"a": [1, 2]}', "dt": "2024-02-29 23:59:59.999999", "ts": f"20{10 + i % 20}-01-02 03:04:05.000001",
             "tm": ("-838:59:59.000", "12:00:00.500")[i % 2], "y": (1901, 2155, 0)[k],
             "dm": ("-9999999999999999999999999999.9999999999", "0.0000000001", "12.5000000000")[k],
