@@ -26,6 +26,7 @@ from ..config import CodecConfig
 from ..errors import EncodeError
 from ..model import Column
 from ..mysqltypes import Family
+from .connect_schema import TRANSACTION_SCHEMA
 from .connect_schema import field_schema as json_field_schema
 from .encoder import _sanitize
 from .values import field_value
@@ -97,12 +98,7 @@ def watermark_schemas(cluster: str) -> tuple[dict[str, Any], dict[str, Any]]:
     value = {"type": "struct", "optional": False, "name": f"{base}.Envelope", "version": 1, "fields": [
         source_schema(cluster, "watermark"),
         {"type": "string", "optional": False, "field": "op"},
-        {"type": "int64", "optional": True, "field": "ts_ms"},
-        {"type": "struct", "fields": [
-            {"type": "string", "optional": False, "field": "id"},
-            {"type": "int64", "optional": False, "field": "total_order"},
-            {"type": "int64", "optional": False, "field": "data_collection_order"}],
-         "optional": True, "name": "event.block", "version": 1, "field": "transaction"}]}
+        {"type": "int64", "optional": True, "field": "ts_ms"}, TRANSACTION_SCHEMA]}
     return key, value
 
 

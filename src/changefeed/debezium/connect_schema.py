@@ -156,13 +156,18 @@ def envelope(base: str, fields: list[dict[str, Any]], start_ts: bool = False) ->
             SOURCE_SCHEMA_START_TS if start_ts else SOURCE_SCHEMA,
             {"type": "string", "optional": False, "field": "op"},
             {"type": "int64", "optional": True, "field": "ts_ms"},
-            {"type": "struct", "fields": [
-                {"type": "string", "optional": False, "field": "id"},
-                {"type": "int64", "optional": False, "field": "total_order"},
-                {"type": "int64", "optional": False, "field": "data_collection_order"}],
-             "optional": True, "name": "event.block", "version": 1, "field": "transaction"},
+            TRANSACTION_SCHEMA,
         ],
     }
+
+
+# the envelope's `transaction` block (Debezium's event.block; always null in TiCDC's payloads)
+TRANSACTION_SCHEMA: dict[str, Any] = {
+    "type": "struct", "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": False, "field": "total_order"},
+        {"type": "int64", "optional": False, "field": "data_collection_order"}],
+    "optional": True, "name": "event.block", "version": 1, "field": "transaction"}
 
 
 def watermark_envelope(base: str) -> dict[str, Any]:
