@@ -194,3 +194,24 @@ def test_an_event_lines_start_ts_reaches_the_source():
     assert ev.start_ts == 26214399 and b'"startTs":26214399' in EventWriter().line(ev)
     [m] = DebeziumEncoder(build_config("debezium", {"debezium-include-start-ts": "true"})).encode(ev)
     assert orjson.loads(m.value)["payload"]["source"]["start_ts"] == 26214399
+
+
+def test_a_vector_column_is_ticdcs_tidbvectorfloat32():
+    """TiCDC's codec.go: a VECTOR column is a Connect string named io.debezium.data.TiDBVectorFloat32 (no version),
+    its value the vector's text; the decoder reads it back as a vector."""
+    from changefeed.config import build_config
+    from changefeed.debezium import DebeziumDecoder, DebeziumEncoder
+    from changefeed.model import Column, Event, Index, Kind, TableInfo
+
+    t = TableInfo("test", "t", [Column("id", "int", nullable=False, primary_key=True), Column("v", "vector(3)")],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)])
+    cfg = build_config("debezium", {})
+    [m] = DebeziumEncoder(cfg).encode(Event(kind=Kind.INSERT, commit_ts=1 << 18, table=t,
+                                            after={"id": 1, "v": "[1,2.5,3]"}))
+    value = orjson.loads(m.value)
+    fields = value["schema"]["fields"][1]["fields"]
+    assert fields[1] == {"type": "string", "optional": True, "name": "io.debezium.data.TiDBVectorFloat32",
+                         "field": "v"}
+    assert value["payload"]["after"]["v"] == "[1,2.5,3]"
+    [ev] = DebeziumDecoder(cfg).decode(m.value, m.key)
+    assert ev.table.by_name["v"].type.family.value == "vector" and ev.after["v"] == "[1,2.5,3]"

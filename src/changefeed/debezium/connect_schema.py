@@ -94,6 +94,11 @@ def field_schema(col: Column, tidb_extension: bool) -> dict[str, Any]:
         if d is not None:
             out["default"] = d
         return out
+    if fam is Family.VECTOR:  # TiCDC's own name (no version): the vector's text, "[1,2.5]"
+        out.update(type="string", optional=optional, name="io.debezium.data.TiDBVectorFloat32", field=name)
+        if d is not None:
+            out["default"] = d
+        return out
     if fam is Family.YEAR:
         out.update(type="int32", optional=optional, name="io.debezium.time.Year", version=1, field=name)
         if d is not None:

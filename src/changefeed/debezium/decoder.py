@@ -69,6 +69,8 @@ def _mysql_type(f: dict[str, Any]) -> str:
         return f"{kind}(" + ",".join("'" + e.replace("\\", "\\\\").replace("'", "''") + "'" for e in elems) + ")"
     if name == "io.debezium.data.Json":
         return "json"
+    if name == "io.debezium.data.TiDBVectorFloat32":
+        return "vector"
     if tidb and tidb.split(" ")[0] in ("tinyint", "smallint", "mediumint", "int", "bigint", "float", "double",
                                         "decimal", "char", "varchar", "binary", "varbinary", "text", "blob",
                                         "tinytext", "mediumtext", "longtext", "tinyblob", "mediumblob", "longblob"):
