@@ -7,9 +7,12 @@ lowercase in both. Outside strings none of these bytes occur, so fixing the whol
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from .mysqltypes import go_format_float64
 
 
 def go_escape(out: bytes, short_bf: bool = False, html: bool = True) -> bytes:
@@ -46,6 +49,55 @@ def dumps_jsoniter(obj: Any) -> bytes:
     return go_escape(orjson.dumps(obj), html=False)
 
 
-def dumps_std(obj: Any) -> bytes:
-    """orjson.dumps with Go encoding/json's escaping (Go >= 1.22)."""
-    return go_escape(orjson.dumps(obj), short_bf=True)
+def dumps_std(obj: Any, sort_keys: bool = False) -> bytes:
+    """orjson.dumps with Go encoding/json's escaping (Go >= 1.22); sort_keys as json.Marshal writes a Go map."""
+    return go_escape(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS if sort_keys else 0), short_bf=True)
+
+
+class RawNumber(str):
+    """A JSON number's text as Go printed it, written unquoted (orjson would print a float its own way)."""
+
+
+def dumps_raw(obj: Any, writer: Callable[[Any], bytes] = dumps_jsoniter) -> bytes:
+    """`writer(obj)` with each RawNumber spliced in unquoted: marked as a string first, replaced after."""
+    raws: list[str] = []
+
+    def mark(o: Any) -> Any:
+        if isinstance(o, RawNumber):
+            raws.append(str(o))
+            return f"\x00RAW{len(raws) - 1}\x00"
+        if isinstance(o, dict):
+            return {k: mark(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [mark(v) for v in o]
+        return o
+
+    out = writer(mark(obj))
+    for i, r in enumerate(raws):
+        out = out.replace(b'"\\u0000RAW%d\\u0000"' % i, r.encode(), 1)
+    return out
+
+
+def std_float(v: float) -> str:
+    """A float64 as Go's encoding/json writes it: shortest digits, positional, 'e' form below 1e-6 and from 1e21
+    with `e-07` cut to `e-7` (strconv keeps two exponent digits, json drops a leading 0 of a negative one)."""
+    a = abs(v)
+    if a != 0 and (a < 1e-6 or a >= 1e21):
+        text = repr(v)
+        return text.replace("e-0", "e-") if "e-0" in text else text
+    return go_format_float64(v)
+
+
+def marshal_std(obj: Any, sort_keys: bool = False) -> str:
+    """Go's json.Marshal of a value: compact, its escaping, every float in Go's text (`0`, not `0.0`)."""
+
+    def floats(o: Any) -> Any:
+        if type(o) is float:
+            return RawNumber(std_float(o))
+        if isinstance(o, dict):
+            return {k: floats(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [floats(v) for v in o]
+        return o
+
+    return dumps_raw(floats(obj), lambda o: dumps_std(o, sort_keys)).decode("utf-8")

@@ -20,8 +20,9 @@ import pytest
 from changefeed.avro import SchemaRegistry
 from changefeed.config import build_config
 from changefeed.debezium.avro import DebeziumAvroDecoder, DebeziumAvroEncoder
-from changefeed.debezium.avro_connect import signed_bytes, to_avro
+from changefeed.debezium.avro_connect import to_avro
 from changefeed.errors import EncodeError
+from changefeed.goavro import signed_bytes
 from changefeed.model import Column, Event, Index, Kind, TableInfo
 
 

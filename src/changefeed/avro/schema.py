@@ -15,8 +15,9 @@ from typing import Any
 from .. import gojson
 from ..config import CodecConfig
 from ..errors import EncodeError
+from ..goavro import signed_bytes
 from ..model import Column, TableInfo
-from ..mysqltypes import Family, escape_enum_option, go_format_float64, to_float32
+from ..mysqltypes import Family, escape_enum_option, to_float32
 
 _SANITIZE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -134,15 +135,14 @@ def avro_value(col: Column, v: Any, cfg: CodecConfig) -> Any:
 
 
 def _decimal_bytes(text: str, precision: int, scale: int, name: str) -> bytes:
-    """A DECIMAL's Avro `decimal` bytes as goavro writes them (TiCDC's encoder): the unscaled value in the fewest
-    big-endian two's-complement bytes (-128 is 0x80, where fastavro writes 0xff80)."""
+    """A DECIMAL's Avro `decimal` bytes as TiCDC's encoder writes them: refused if it does not fit the column."""
     sign, digits, exp = Decimal(text).as_tuple()
     if not isinstance(exp, int) or len(digits) > precision or exp + scale < 0:
         raise EncodeError(f"column {name}: {text} does not fit decimal({precision},{scale})")
     unscaled = int("".join(map(str, digits)) or "0") * 10 ** (exp + scale)
     if sign:
         unscaled = -unscaled
-    return unscaled.to_bytes(((unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8) + 1, "big", signed=True)
+    return signed_bytes(unscaled)
 
 
 def _default(col: Column, cfg: CodecConfig) -> Any:
@@ -228,30 +228,5 @@ def key_schema(t: TableInfo, cfg: CodecConfig, changefeed_ns: str = "default") -
 
 
 def schema_text(schema: dict[str, Any]) -> str:
-    """Go's json.Marshal of the schema (compact, HTML-escaped; a float default as Go prints it: `0`, not `0.0`)."""
-    floats: list[float] = []
-
-    def mark(o: Any) -> Any:
-        if type(o) is float:
-            floats.append(o)
-            return f"\x00F{len(floats) - 1}\x00"
-        if isinstance(o, dict):
-            return {k: mark(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [mark(v) for v in o]
-        return o
-
-    out = gojson.dumps_std(mark(schema)).decode("utf-8")
-    for i, f in enumerate(floats):
-        out = out.replace(f'"\\u0000F{i}\\u0000"', go_std_float(f), 1)
-    return out
-
-
-def go_std_float(v: float) -> str:
-    """A float64 as Go's encoding/json writes it: shortest digits, positional, 'e' form below 1e-6 and from 1e21
-    with `e-07` cut to `e-7` (strconv keeps two exponent digits, json drops a leading 0 of a negative one)."""
-    a = abs(v)
-    if a != 0 and (a < 1e-6 or a >= 1e21):
-        text = repr(v)
-        return text.replace("e-0", "e-") if "e-0" in text else text
-    return go_format_float64(v)
+    """The text TiCDC registers: Go's json.Marshal of the schema (a float default as `0`, not `0.0`)."""
+    return gojson.marshal_std(schema)

@@ -32,7 +32,7 @@ from ..routing import TopicExpression, TopicSource
 from . import avro_connect as fmt
 from . import ddl as dbz_ddl
 from .decoder import DebeziumDecoder
-from .encoder import DebeziumEncoder, topic_name
+from .encoder import DebeziumEncoder, row_image, topic_name
 
 _CONNECT_OF = {"int": "int32", "long": "int64", "float": "float", "double": "double", "boolean": "boolean",
                "string": "string", "bytes": "bytes"}
@@ -112,12 +112,7 @@ class DebeziumAvroEncoder:
         return schemas
 
     def _row(self, ev: Event) -> Message:
-        t = ev.table
-        if t is None:
-            raise EncodeError(f"{ev.kind} event without a table")
-        image = ev.before if ev.kind is Kind.DELETE else ev.after
-        if image is None:
-            raise EncodeError(f"{ev.kind} event for {t.qualified} has no row image")
+        t, image = row_image(ev)
         key_cols, cols, key_schema, value_schema = self._schemas(t, tuple(image))
         cfg = self.config
 

@@ -17,13 +17,14 @@ payloads (avro.go toNative, written by goavro). What differs from the JSON form:
 from __future__ import annotations
 
 import base64
-import json
 import struct
 from fractions import Fraction
 from typing import Any
 
+from .. import gojson
 from ..config import CodecConfig
 from ..errors import EncodeError
+from ..goavro import signed_bytes
 from ..model import Column
 from ..mysqltypes import Family
 from .connect_schema import TRANSACTION_SCHEMA
@@ -201,10 +202,7 @@ def to_avro(s: dict[str, Any], fallback: str = "", defined: set[str] | None = No
 
 def schema_text(avro: Any) -> str:
     """The text TiCDC registers: Go's json.Marshal of maps (keys sorted, compact, <>& and U+2028/9 escaped)."""
-    text = json.dumps(avro, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(a, b)
-    return text
+    return gojson.marshal_std(avro, sort_keys=True)
 
 
 def without_logical_types(schema: Any) -> Any:
@@ -217,19 +215,6 @@ def without_logical_types(schema: Any) -> Any:
 
 
 # --- datums (avro.go toNative, goavro's encodings) -------------------------------------------------------
-def signed_bytes(n: int) -> bytes:
-    """goavro's toSignedBytes: the shortest big-endian two's complement (0 is one zero byte)."""
-    if n == 0:
-        return b"\x00"
-    if n > 0:
-        b = n.to_bytes((n.bit_length() + 7) // 8, "big")
-        return b"\x00" + b if b[0] & 0x80 else b
-    length = (n.bit_length() // 8 + 1) * 8
-    m = n + (1 << length)
-    b = m.to_bytes((m.bit_length() + 7) // 8, "big")
-    return b[1:] if len(b) >= 2 and b[0] == 0xFF and b[1] & 0x80 else b
-
-
 def decimal_bytes(text: str, scale: int) -> bytes:
     """A decimal's text as goavro writes a big.Rat for `logicalType: decimal` (floored to the scale)."""
     r = Fraction(text)

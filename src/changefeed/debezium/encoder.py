@@ -54,6 +54,17 @@ class _ObjMessage(Message):
         self._value_obj = value_obj
 
 
+def row_image(ev: Event) -> tuple[TableInfo, dict[str, Any]]:
+    """A row event's table and the image its message describes (a delete's before, else its after)."""
+    t = ev.table
+    if t is None:
+        raise EncodeError(f"{ev.kind} event without a table")
+    image = ev.before if ev.kind is Kind.DELETE else ev.after
+    if image is None:
+        raise EncodeError(f"{ev.kind} event for {t.qualified} has no row image")
+    return t, image
+
+
 class DebeziumEncoder:
     def __init__(self, config: CodecConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
         self.config = config
@@ -173,12 +184,7 @@ class DebeziumEncoder:
         return Message(key=key, value=value, kind=kind, commit_ts=ts, schema=t.schema, table=t.table, rows=1)
 
     def _row(self, ev: Event) -> Message:
-        t = ev.table
-        if t is None:
-            raise EncodeError(f"{ev.kind} event without a table")
-        image = ev.before if ev.kind is Kind.DELETE else ev.after
-        if image is None:
-            raise EncodeError(f"{ev.kind} event for {t.qualified} has no row image")
+        t, image = row_image(ev)
         keys = set(t.handle_key)
         key_cols = [c for c in t.columns if c.name in keys]
         key: dict[str, Any] = {"payload": {c.name: self.field_value(c, image.get(c.name)) for c in key_cols}}
