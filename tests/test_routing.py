@@ -98,6 +98,8 @@ def test_update_that_moves_the_key_is_split():
     out = router.split_update(moved)
     assert [e.kind for e in out] == [Kind.DELETE, Kind.INSERT]
     assert out[0].before == {"id": 1, "v": 1} and out[1].after == {"id": 2, "v": 1}
+    moved.start_ts, moved.physical_table_id = 3, 77  # a partition's row: both halves stay the partition's
+    assert [(e.start_ts, e.physical_table_id) for e in router.split_update(moved)] == [(3, 77), (3, 77)]
     same = Event(kind=Kind.UPDATE, commit_ts=5, table=t, before={"id": 1, "v": 1}, after={"id": 1, "v": 2})
     assert router.split_update(same) == [same]
     assert router.partition(Event(kind=Kind.WATERMARK, commit_ts=5)) is None  # every partition

@@ -316,6 +316,11 @@ class EventReader:
             if type(start) is not int or not 0 <= start < 1 << 64:
                 raise DecodeError("startTs must be an unsigned 64-bit integer", field="startTs")
             ev.start_ts = start
+        phys = obj.get("physicalTableID")
+        if phys is not None:
+            if type(phys) is not int or not 0 < phys < 1 << 63:
+                raise DecodeError("physicalTableID must be a positive 64-bit integer", field="physicalTableID")
+            ev.physical_table_id = phys
         if kind in (Kind.INSERT, Kind.UPDATE, Kind.DELETE):
             if table is None:
                 raise DecodeError(f"a {kind} needs a table", field="table")
@@ -369,6 +374,7 @@ def event_to_obj(ev: Event, table_cache: dict[int, dict] | None = None) -> dict[
         "ddl": {"query": ev.query, "type": ev.ddl_type} if ev.kind is Kind.DDL else None,
         **({"position": ev.position} if ev.position else {}),
         **({"startTs": ev.start_ts} if ev.start_ts is not None else {}),
+        **({"physicalTableID": ev.physical_table_id} if ev.physical_table_id is not None else {}),
     }
 
 
@@ -384,7 +390,7 @@ class EventWriter:
     def line(self, ev: Event) -> bytes:
         table = ev.table
         if table is None or ev.pre_table is not None or ev.position or ev.start_ts is not None \
-                or ev.kind not in _ROW_KINDS:
+                or ev.physical_table_id is not None or ev.kind not in _ROW_KINDS:
             return orjson.dumps(event_to_obj(ev, self._cache))
         cached = self._text.get(id(table))
         if cached is None or cached[0] is not table:

@@ -209,6 +209,9 @@ class Event:
     # the start TSO of the transaction that made a row change, where the source knows it (TiDB; an event line's
     # `startTs`, TiCDC's debezium `source.start_ts`), else None
     start_ts: int | None = None
+    # a row of a partitioned table: its partition's table ID (TiDB's PhysicalTableID: the simple protocol's
+    # `tableID`, the table ID in its TiKV key), where the source knows it; None: the table's own `table_id`
+    physical_table_id: int | None = None
 
     @property
     def is_row(self) -> bool:

@@ -261,8 +261,9 @@ class Router:
                 self.split_key_changes and ev.before is not None and ev.after is not None
                 and any(ev.before.get(k) != ev.after.get(k) for k in t.handle_key)):
             return [ev]
-        return [Event(kind=Kind.DELETE, commit_ts=ev.commit_ts, table=t, before=ev.before, start_ts=ev.start_ts),
-                Event(kind=Kind.INSERT, commit_ts=ev.commit_ts, table=t, after=ev.after, start_ts=ev.start_ts)]
+        ts, st, phys = ev.commit_ts, ev.start_ts, ev.physical_table_id
+        return [Event(kind=Kind.DELETE, commit_ts=ts, table=t, before=ev.before, start_ts=st, physical_table_id=phys),
+                Event(kind=Kind.INSERT, commit_ts=ts, table=t, after=ev.after, start_ts=st, physical_table_id=phys)]
 
     def partition(self, ev: Event) -> int | None:
         """The partition of a row event; None for messages every partition gets."""

@@ -21,8 +21,8 @@ event does not hold the key's bytes and `row_key` gives None:
   sort key (and prefix columns cut); non-clustered it is `_tidb_rowid` again. The event says neither which
   nor (for the ci collations) the sort keys, so no bytes are guessed;
 - no table id (or not a positive int64).
-The table id is taken as the event's `table_id`; TiKV's key holds the physical id, which for a partitioned
-table is the partition's.
+TiKV's key holds the physical table id: the partition's for a row of a partitioned table (the event's
+`physical_table_id`), else the table's `table_id`.
 """
 
 from __future__ import annotations
@@ -69,14 +69,16 @@ def int_handle_column(table: TableInfo) -> str | None:
     return col.name
 
 
-def row_key(table: TableInfo, row: Row | None) -> bytes | None:
-    """The TiKV key of `row` of `table` where the event determines it (see the module's docstring), else None."""
-    if table.table_id is None or row is None:
+def row_key(table: TableInfo, row: Row | None, physical_table_id: int | None = None) -> bytes | None:
+    """The TiKV key of `row` of `table` where the event determines it (see the module's docstring), else None;
+    a partition's row is keyed by its partition's ID (`physical_table_id`)."""
+    tid = physical_table_id or table.table_id
+    if tid is None or row is None:
         return None
     name = int_handle_column(table)
     if name is None:
         return None
-    v, tid = row.get(name), table.table_id
+    v = row.get(name)
     if v.__class__ is not int or not _I64_MIN <= v <= _U64_MAX or tid.__class__ is not int or not 0 < tid < _SIGN:
         return None
-    return int_record_key(table.table_id, v)
+    return int_record_key(tid, v)

@@ -192,3 +192,14 @@ def test_cli_line_paths_write_the_key(cfg):
     rows = [r for r in rows if r["type"] in ("INSERT", "UPDATE", "DELETE")]
     assert len(rows) > 300 and all(list(r["_tidb"])[-1] == "rowkey" for r in rows)
     assert _decode(opts, messages, True, cfg) == _decode({"enable_tidb_extension": "true"}, messages, False, cfg)
+
+
+def test_a_partitions_row_is_keyed_by_the_partitions_id(cfg):
+    """TiKV keys a partitioned table's rows by the partition's physical id (TiDB's tablecodec): 299 here, while
+    the table's own id is 43."""
+    c = cfg(enable_tidb_extension="true", output_row_key="true")
+    ev = _insert(_table(43))
+    ev.physical_table_id = 299
+    [m] = CanalJSONEncoder(c).encode(ev)
+    assert _tidb(m.value)["rowkey"] == _b64(KEY_299)
+    assert row_key(_table(43), {"id": HANDLE, **ROW}, 299) == KEY_299

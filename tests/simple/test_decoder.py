@@ -182,3 +182,37 @@ def test_exchange_partition_from_ticdc_is_read_as_such():
     dec = SimpleDecoder(build_config("simple"))
     [ev] = dec.decode(orjson.dumps(msg))
     assert ev.kind is Kind.DDL and ev.ddl_type == "ActionExchangeTablePartition"
+
+
+def test_a_partition_rows_table_id_is_its_partitions(codec):
+    """REFERENCE-NOTES (simple/message.go): a DML's `tableID` is the physical (partition) id; BOOTSTRAP and DDL carry
+    the table's own (`tableSchema.tableID`). Read back, the row keeps its partition's id beside its table."""
+    enc, dec, cfg = codec
+    boot = enc.encode(Event(kind=Kind.BOOTSTRAP, table=T1))[0].value
+    row = ins(T1, 7)
+    row.physical_table_id = 9
+    msgs = [m.value for m in enc.encode(row)]
+    plain = enc.encode(ins(T1, 8))[0].value
+    if cfg.encoding_format == "json":
+        assert orjson.loads(msgs[0])["tableID"] == 9
+        assert orjson.loads(plain)["tableID"] == 5 and orjson.loads(boot)["tableSchema"]["tableID"] == 5
+    [b] = dec.decode(boot)
+    [got] = dec.decode(msgs[0])
+    [other] = dec.decode(plain)
+    assert b.table.table_id == 5
+    assert got.physical_table_id == 9 and got.table.table_id == 5 and got.after == {"id": 7, "v": "v7"}
+    assert other.physical_table_id is None
+
+
+def test_a_partition_rows_message_differs_from_its_tables_only_in_the_id(codec):
+    """The byte templates hold the table's id: a partition's row takes the reference path, which gives the same
+    message as for the table's own row but for `tableID`."""
+    enc, _, cfg = codec
+    row = ins(T1, 7)
+    mine = enc.encode(row)[0].value
+    row.physical_table_id = 9
+    part = enc.encode(row)[0].value
+    if cfg.encoding_format == "json":
+        assert part == mine.replace(b'"tableID":5,', b'"tableID":9,')
+    else:  # Avro's tableID is a zigzag long: 5 -> 0x0a, 9 -> 0x12, after the database and table strings
+        assert len(part) == len(mine) and sum(a != b for a, b in zip(part, mine, strict=True)) == 1

@@ -34,7 +34,7 @@ _UPDATE = Kind.UPDATE
 
 
 
-def _row_key_text(table: TableInfo, row: dict[str, Any]) -> str | None:
+def _row_key_text(table: TableInfo, row: dict[str, Any], physical_table_id: int | None = None) -> str | None:
     """`_tidb.rowkey`: the row's TiKV key in standard base64 (easyjson's Base64Bytes), or None (JSON null, what
     TiCDC writes for an event without a key) where the event does not determine the key (tidbkey.row_key:
     a hidden `_tidb_rowid` handle, a composite or non-integer primary key, no table id).
@@ -43,7 +43,7 @@ def _row_key_text(table: TableInfo, row: dict[str, Any]) -> str | None:
     so its handle never changes; an UPDATE here that changes it (TiCDC would have sent a DELETE of the old key
     and an INSERT of the new) gets the new row's key.
     """
-    key = row_key(table, row)
+    key = row_key(table, row, physical_table_id)
     return None if key is None else base64.b64encode(key).decode("ascii")
 
 
@@ -307,7 +307,7 @@ class CanalJSONEncoder:
                 if cfg.claim_check:
                     tidb["claimCheckLocation"] = claim_location
             if self._row_key:
-                tidb["rowkey"] = _row_key_text(plan.table, typed_row)
+                tidb["rowkey"] = _row_key_text(plan.table, typed_row, ev.physical_table_id)
             msg["_tidb"] = tidb
         return gojson.dumps(msg)
 
@@ -333,7 +333,8 @@ class CanalJSONEncoder:
         if not self._ext:
             tidb = b"}"
         elif self._row_key:
-            tidb = b',"_tidb":{"commitTs":%d,"rowkey":%s}}' % (ts, gojson.dumps(_row_key_text(plan.table, typed_row)))
+            tidb = b',"_tidb":{"commitTs":%d,"rowkey":%s}}' % (ts, gojson.dumps(_row_key_text(plan.table, typed_row,
+                                                                                     ev.physical_table_id)))
         else:
             tidb = b',"_tidb":{"commitTs":%d}}' % ts
         return b"".join((

@@ -276,6 +276,9 @@ class SimpleDecoder:
         avro = msg.get("_avro", False)
         conv = parsers.avro if avro else parsers.json
         ev = Event(kind=kind, commit_ts=msg.get("commitTs") or 0, table=t)
+        tid = msg.get("tableID")
+        if type(tid) is int and tid > 0 and tid != t.table_id:  # a partition's row: its physical table ID
+            ev.physical_table_id = tid
         if kind is not Kind.DELETE:
             ev.after = self._row(msg.get("data"), conv, raw, "data", t, avro)
         if kind is not Kind.INSERT:

@@ -241,6 +241,8 @@ class SimpleEncoder:
         if kind is not Kind.DELETE and ev.after is None or kind is not Kind.INSERT and ev.before is None:
             raise EncodeError(f"{kind} event for {plan.table.qualified} lacks its "
                               f"{'after' if kind is not Kind.DELETE and ev.after is None else 'before'} image")
+        if ev.physical_table_id is not None and ev.physical_table_id != plan.table.table_id:
+            return self._row_value_reference(ev, plan, only_handle, location, cs)  # the templates hold the table's ID
         if self.avro:
             w = plan.avro_writer
             if w is None:
@@ -293,6 +295,7 @@ class SimpleEncoder:
         """The straightforward encoding (fastavro for Avro); the tests hold the fast path to it."""
         t = plan.table
         kind = ev.kind
+        table_id = ev.physical_table_id or t.table_id  # a partition's row: the partition's ID (PhysicalTableID)
         data = self._image(plan, ev.after, only_handle) if kind is not Kind.DELETE else None
         old = self._image(plan, ev.before, only_handle) if kind is not Kind.INSERT else None
         if kind is not Kind.DELETE and data is None or kind is not Kind.INSERT and old is None:
@@ -300,7 +303,7 @@ class SimpleEncoder:
                               f"{'after' if data is None else 'before'} image")
         if self.avro:
             payload: dict[str, Any] = {
-                "version": VERSION, "database": t.schema, "table": t.table, "tableID": t.table_id or 0,
+                "version": VERSION, "database": t.schema, "table": t.table, "tableID": table_id or 0,
                 "type": kind.value.upper(), "commitTs": _i64(ev.commit_ts), "buildTs": self._clock(),
                 "schemaVersion": _i64(t.version or 0),
                 "claimCheckLocation": location,
@@ -316,8 +319,8 @@ class SimpleEncoder:
             msg["database"] = t.schema
         if t.table:
             msg["table"] = t.table
-        if t.table_id:
-            msg["tableID"] = t.table_id
+        if table_id:
+            msg["tableID"] = table_id
         msg["type"] = kind.value.upper()
         msg["commitTs"] = ev.commit_ts
         msg["buildTs"] = self._clock()
