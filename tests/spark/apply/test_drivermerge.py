@@ -125,14 +125,41 @@ def test_tables_holding_no_rows_are_merged_at_once_as_each_alone() -> None:
     per_table = [_case(rng)[1] for _ in range(5)]
     ops = pa.Table.from_pylist([{**o, "__t": i} for i, table_ops in enumerate(per_table) for o in table_ops],
                                schema=OPS.append(pa.field("__t", pa.int32())))
-    got = drivermerge.apply_all(empty, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY)
+    got = drivermerge.apply_all([empty] * 5, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY)
     assert got is not None
     for i, table_ops in enumerate(per_table):
         mine = got.filter(pc.equal(got["__t"], i)).drop_columns(["__t"])
         assert _rows(mine) == _model([], table_ops), i
     assert sum(_model([], o) != [] for o in per_table) >= 3  # (tables with rows among them)
-    assert drivermerge.apply_all(empty, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY,
+    assert drivermerge.apply_all([empty] * 5, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY,
                                  frozenset({"name"})) is None  # (some new row's name is NULL)
+
+
+@pytest.mark.parametrize("join_rows", [drivermerge.JOIN_ROWS, 0])
+def test_tables_holding_rows_are_merged_at_once_as_each_alone(monkeypatch: pytest.MonkeyPatch, join_rows: int) -> None:
+    """A group's tables with the rows they hold (a steady micro-batch over many small tables): each table's rows
+    as the model computes them from its own rows and operations, in the order `apply` gives them for it alone;
+    tables whose held rows' schemas differ are declined (each then merged alone)."""
+    monkeypatch.setattr(drivermerge, "JOIN_ROWS", join_rows)
+    for seed in range(8):
+        rng = random.Random(100 + seed)
+        cases = [_case(rng) for _ in range(6)]
+        for _, ops in cases:
+            for o in ops:
+                o["__v0"], o["__v1"] = o["__k0"], o["__k1"]
+        held = [pa.Table.from_pylist(h, schema=HELD) for h, _ in cases]
+        ops = pa.Table.from_pylist([{**o, "__t": i} for i, (_, table_ops) in enumerate(cases) for o in table_ops],
+                                   schema=OPS.append(pa.field("__t", pa.int32())))
+        got = drivermerge.apply_all(held, ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS, BY)
+        assert got is not None, seed
+        for i, (h, table_ops) in enumerate(cases):
+            mine = got.filter(pc.equal(got["__t"], i)).drop_columns(["__t"])
+            assert _rows(mine) == _model(h, table_ops), (seed, i)
+            alone = _merge(h, table_ops)
+            assert alone is not None and mine.to_pylist() == alone.to_pylist(), (seed, i)  # the same order too
+    other = pa.schema([f.with_nullable(True) for f in HELD])
+    assert drivermerge.apply_all([held[0], held[1].cast(other)], ops, "__t", KEYS, KEY_NAMES, COLS, VALS, HAS,
+                                 BY) is None
 
 
 def test_the_hash_join_pairs_rows_as_the_loop_does() -> None:

@@ -159,17 +159,24 @@ def _pairs_looped(held: pa.Table, last: pa.Table, keys: list[str], key_names: li
     return kept, pa.array(pairs_e, pa.int64()), pa.array(pairs_l, pa.int64())
 
 
-def apply_all(empty: pa.Table, ops: pa.Table, table: str, keys: list[str], key_names: list[str], cols: list[str],
+def apply_all(held: list[pa.Table], ops: pa.Table, table: str, keys: list[str], key_names: list[str], cols: list[str],
               vals: list[str], has: list[str], by: list[str], not_null: frozenset[str] = frozenset()
               ) -> pa.Table | None:
-    """The operations of several tables that hold no rows (`empty`: their common schema), each table's index in
-    column `table`: each table's rows after them, that index beside them (what `last_per_key` and `apply` give
-    table by table, in one pass: the index a key column more). None as `last_per_key` or `apply` say."""
+    """Several tables of one schema at once: `held[i]` the rows table i holds, `ops` the tables' operations, each
+    its table's index in column `table`. Each table's rows after them, that index beside them: what `last_per_key`
+    and `apply` give table by table, in one pass (the index a key column more), each table's rows in the order
+    `apply` gives them. None as `last_per_key` or `apply` say for any of the tables, or where their held rows'
+    schemas differ (a column's nullability, as Spark read them)."""
+    import numpy as np
     import pyarrow as pa
 
+    if not held or any(h.schema != held[0].schema for h in held):
+        return None
     t_type = ops.schema.field(table).type
-    held = empty.append_column(pa.field(table, t_type), pa.array([], t_type))
+    field = pa.field(table, t_type)
+    parts = [h.append_column(field, pa.array(np.full(h.num_rows, i), t_type)) for i, h in enumerate(held) if h.num_rows]
+    rows = pa.concat_tables(parts).combine_chunks() if parts else held[0].append_column(field, pa.array([], t_type))
     last = last_per_key(ops, [table, *key_names], by)
     if last is None:
         return None
-    return apply(held, last, [table, *keys], [table, *key_names], cols, vals, has, not_null)
+    return apply(rows, last, [table, *keys], [table, *key_names], cols, vals, has, not_null)
