@@ -16,7 +16,9 @@ from changefeed.traits import stream_traits
     ("debezium", {}, False), ("debezium-avro", {}, False),
     # TiCDC's debezium Avro encoder sends watermarks (and DDL) only with both options, as its avro encoder does
     ("debezium-avro", {"enable-tidb-extension": "true"}, False),
-    ("debezium-avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}, True)])
+    ("debezium-avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true"}, True),
+    ("debezium-avro", {"enable-tidb-extension": "true", "avro-enable-watermark": "true",
+                       "debezium-output-ddl-and-watermark": "false"}, False)])
 def test_watermarks_follow_protocol_and_options(protocol, options, watermarks):
     assert stream_traits(protocol, options).watermarks is watermarks
 

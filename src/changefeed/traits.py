@@ -43,8 +43,12 @@ def stream_traits(protocol: str, options: Mapping[str, str] | None = None) -> St
         watermarks = cfg.enable_tidb_extension
     elif protocol == "simple":
         watermarks = True
-    elif protocol in ("avro", "debezium-avro"):  # TiCDC's Avro encoders send them with both options only
+    elif protocol == "avro":  # TiCDC's Avro encoder sends them with both options only
         watermarks = cfg.enable_tidb_extension and cfg.avro_enable_watermark
+    elif protocol == "debezium-avro":  # the same, unless debezium-output-ddl-and-watermark=false stops them
+        from .debezium.avro import sends_ddl_and_watermarks
+
+        watermarks = sends_ddl_and_watermarks(cfg)
     else:
         watermarks = False
     plain_json = protocol == "canal-json" and cfg.large_message_handle_compression == "none" \
