@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .codecs import make_decoder, make_encoder
 from .config import CodecConfig
+from .debezium.avro import sends_ddl_and_watermarks
 from .errors import DecodeError
 from .eventline import EventReader, EventWriter, message_from_line, message_to_line, read_lines
 from .model import Event, Kind, Row, TableInfo
@@ -51,13 +52,13 @@ def expected_events(events: list[Event], cfg: CodecConfig) -> list[Event]:
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol in ("debezium", "debezium-avro"):
             continue
         dbz = cfg.protocol in ("debezium", "debezium-avro")
-        # TiCDC's debezium-avro sends DDL and watermarks only with the extension and avro-enable-watermark
-        dbz_avro_off = cfg.protocol == "debezium-avro" and not (cfg.enable_tidb_extension
-                                                                and cfg.avro_enable_watermark)
-        if dbz and ev.kind is Kind.DDL and (dbz_avro_off or not cfg.debezium_output_ddl_and_watermark):
+        if dbz and ev.kind is Kind.DDL and not cfg.debezium_output_ddl_and_watermark:
             continue
-        if dbz and ev.kind is Kind.WATERMARK and (dbz_avro_off or not (cfg.debezium_output_ddl_and_watermark
-                                                                       and cfg.enable_tidb_extension)):
+        if dbz and ev.kind is Kind.WATERMARK and not (cfg.debezium_output_ddl_and_watermark
+                                                      and cfg.enable_tidb_extension):
+            continue
+        if cfg.protocol == "debezium-avro" and ev.kind in (Kind.DDL, Kind.WATERMARK) \
+                and not sends_ddl_and_watermarks(cfg):
             continue
         if ev.kind is Kind.BOOTSTRAP and cfg.protocol == "canal-json":
             continue
