@@ -17,7 +17,6 @@ payloads (avro.go toNative, written by goavro). What differs from the JSON form:
 from __future__ import annotations
 
 import base64
-import struct
 from fractions import Fraction
 from typing import Any
 
@@ -26,8 +25,8 @@ from ..config import CodecConfig
 from ..errors import EncodeError
 from ..goavro import signed_bytes
 from ..model import Column
-from ..mysqltypes import Family
-from .connect_schema import TRANSACTION_SCHEMA
+from ..mysqltypes import Family, to_float32
+from .connect_schema import TRANSACTION_SCHEMA, _f
 from .connect_schema import field_schema as json_field_schema
 from .encoder import _sanitize
 from .values import field_value
@@ -67,15 +66,13 @@ def field_schema(col: Column, cfg: CodecConfig) -> dict[str, Any]:
 
 def source_schema(cluster: str, db: str) -> dict[str, Any]:
     """writeSourceSchema under debezium-avro: no snapshot Enum nor sequence, table required, TiDB's fields."""
-    def f(typ: str, opt: bool, name: str) -> dict[str, Any]:
-        return {"type": typ, "optional": opt, "field": name}
     return {"type": "struct", "optional": False, "name": f"{namespace(cluster, db)}.Source", "field": "source",
-            "fields": [f("string", False, "version"), f("string", False, "connector"), f("string", False, "name"),
-                       f("int64", False, "ts_ms"), f("string", True, "snapshot"), f("string", False, "db"),
-                       f("string", False, "table"), f("int64", False, "server_id"), f("string", True, "gtid"),
-                       f("string", False, "file"), f("int64", False, "pos"), f("int32", False, "row"),
-                       f("int64", True, "thread"), f("string", True, "query"), f("int64", False, "commit_ts"),
-                       f("string", False, "cluster_id")]}
+            "fields": [_f("string", False, "version"), _f("string", False, "connector"), _f("string", False, "name"),
+                       _f("int64", False, "ts_ms"), _f("string", True, "snapshot"), _f("string", False, "db"),
+                       _f("string", False, "table"), _f("int64", False, "server_id"), _f("string", True, "gtid"),
+                       _f("string", False, "file"), _f("int64", False, "pos"), _f("int32", False, "row"),
+                       _f("int64", True, "thread"), _f("string", True, "query"), _f("int64", False, "commit_ts"),
+                       _f("string", False, "cluster_id")]}
 
 
 def row_schemas(cluster: str, db: str, table: str, key_fields: list[dict[str, Any]],
@@ -132,7 +129,7 @@ def column_value(col: Column, v: Any, cfg: CodecConfig) -> Any:
         return iv
     out = field_value(col, v)
     if t.name == "float" and out is not None:
-        return struct.unpack("<f", struct.pack("<f", float(out)))[0]
+        return to_float32(float(out))
     return out
 
 
@@ -252,7 +249,7 @@ def to_datum(s: dict[str, Any], v: Any) -> Any:
     if typ in ("int8", "int16", "int32", "int64"):
         return int(v) if isinstance(v, int) else int(float(v))
     if typ == "float":
-        return struct.unpack("<f", struct.pack("<f", float(v)))[0]
+        return to_float32(float(v))
     if typ == "double":
         return float(v)
     raise EncodeError(f"unsupported schema type {typ}")
