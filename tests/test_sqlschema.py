@@ -464,8 +464,9 @@ def test_handle_key_without_primary_key():
     t = parse_create_table(
         "CREATE TABLE t (a int NOT NULL, b int NOT NULL, c int, UNIQUE KEY u1 (c), UNIQUE KEY u2 (a, b))"
     )
-    # the first all-NOT-NULL unique index is TiDB's (and MySQL's) implicit primary key; u1's column is nullable
-    assert t.pk_names == ["a", "b"] and not t.explicit_pk
+    # the first all-NOT-NULL unique index is TiDB's (and MySQL's) implicit primary key; u1's column is nullable;
+    # no column has the PRI flag (TiDB sets it for a primary index alone)
+    assert t.primary_columns == ["a", "b"] and t.pk_names == [] and not t.explicit_pk
     assert t.handle_key == ["a", "b"]
 
 

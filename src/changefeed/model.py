@@ -104,6 +104,7 @@ class TableInfo:
     by_name: dict[str, Column] = field(init=False, repr=False)
     pk_names: list[str] = field(init=False, repr=False)
     handle_key: list[str] = field(init=False, repr=False)
+    primary_columns: list[str] = field(init=False, repr=False)  # the primary key in its index's order
     explicit_pk: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -123,20 +124,25 @@ class TableInfo:
         self.explicit_pk = bool(pk)
         if pk:
             self.pk_names = self.handle_key = pk
+            primary = next((idx for idx in self.indexes if idx.primary), None)
+            self.primary_columns = list(primary.columns) if primary is not None and set(primary.columns) == set(pk) \
+                else pk
             return
-        # without a primary key, TiDB (like MySQL) takes the first unique index whose columns are all
-        # NOT NULL as the implicit primary key: its columns get the PRI flag and are the handle key
-        implicit: list[str] = []
-        for idx in self.indexes:
-            if idx.unique and idx.columns and all(
-                n in self.by_name and self.by_name[n].nullable is False for n in idx.columns
-            ):
-                implicit = list(idx.columns)
-                break
+        # without a primary key no column has the PRI flag (TiDB's AddIndexColumnFlag sets it for a primary index
+        # alone): `pk_names` is empty. TiDB's GetPrimaryKey takes the first unique index whose columns are all NOT
+        # NULL for the primary key (`primary_columns`, in the index's order: TiCDC's GetPrimaryKeyColumnNames);
+        # TiCDC's handle key (tiflow cdc/model findHandleIndex) is the one such index with the fewest columns, the
+        # earliest of a tie
+        unique = [idx for idx in self.indexes if idx.unique and idx.columns and all(
+            n in self.by_name and self.by_name[n].nullable is False for n in idx.columns)]
+        if unique:
+            implicit = list(unique[0].columns)
+            self.handle_key = list(min(unique, key=lambda i: len(i.columns)).columns)
         else:
             implicit = [c.name for c in self.columns if c.unique_key and c.nullable is False][:1]
-        self.handle_key = implicit
-        self.pk_names = [c.name for c in self.columns if c.name in implicit]
+            self.handle_key = implicit
+        self.pk_names = []
+        self.primary_columns = implicit
 
     @property
     def qualified(self) -> str:

@@ -60,7 +60,12 @@ class Producer:
                             self.transport.broadcast(t, key, value)
                     self.sent += 1
                     continue
-                target = m.topic or topic or self.router.default_topic
+                own = topic
+                if m.kind is Kind.BOOTSTRAP and m.table and topic is None:
+                    # a bootstrap due by time comes with a watermark (no table): to its table's own topic, as
+                    # TiCDC's bootstraper keeps each table's topic (pkg/sink/codec/bootstraper.go)
+                    own = self.router.topic(m.schema or "", m.table)
+                target = m.topic or own or self.router.default_topic
                 self.topics.setdefault(target, None)
                 if m.partition is not None:
                     self.transport.send(target, m.partition, key, value)

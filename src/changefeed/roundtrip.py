@@ -74,17 +74,27 @@ def _ts(ts: int, cfg: CodecConfig) -> int:
     return ts
 
 
+def _key_shape(t: TableInfo, cfg: CodecConfig) -> tuple:
+    """What a protocol carries of a table's key: canal-json the PRI columns (pkNames), the simple protocol the
+    primary key (implicit too: its `primary` index), the others the handle key their message keys hold."""
+    if cfg.protocol == "canal-json":
+        return tuple(t.pk_names)
+    if cfg.protocol == "simple":
+        return tuple(t.primary_columns)
+    return tuple(sorted(t.handle_key))
+
+
 def _table_shape(t: TableInfo | None, cfg: CodecConfig) -> tuple:
     if t is None:
         return ()
     if cfg.protocol == "simple":  # the whole definition travels
         return (t.schema, t.table, t.table_id or 0, t.version or 0,
                 tuple((c.name, c.type.full_str(), c.nullable is not False) for c in t.columns),
-                tuple(t.pk_names))
+                _key_shape(t, cfg))
     cols = tuple(
         (c.name, c.type.full_str() if cfg.content_compatible else c.type.short_str()) for c in t.columns
     )
-    return (t.schema, t.table, cols, tuple(t.pk_names))
+    return (t.schema, t.table, cols, _key_shape(t, cfg))
 
 
 def _rows_equal(a: Row | None, b: Row | None, subset_ok: bool) -> str | None:

@@ -304,3 +304,36 @@ def test_include_before_value_as_ticdc(schema_registry_url, ext):
             assert ev.before == before and ev.after == after
         if kind is Kind.DELETE:
             assert ev.before == after
+
+
+def test_a_full_delete_value_has_its_old_rows_checksum_verified(schema_registry_url):
+    """With avro-include-before-value a DELETE is a full value whose `_tidb_row_level_checksum` is the old row's
+    (ticdc TestAvroEncodeDeleteChecksum); ticdc's decoder verifies it as the previous checksum (decoder.go,
+    VerifyChecksum): a corrupted or tampered delete is refused as an update is, never applied."""
+    from changefeed.checksum import row_checksum
+    from changefeed.errors import DecodeError
+    from changefeed.model import RowChecksum
+
+    reg = registry(schema_registry_url)
+    t = TableInfo(unique(), "t", [Column("id", "int", nullable=False, primary_key=True),
+                                 Column("v", "varchar(10)", nullable=True)],
+                  [Index("PRIMARY", ["id"], primary=True, unique=True)], 1, 1)
+    cfg = build_config("avro", {"enable-tidb-extension": "true", "avro-include-before-value": "true",
+                                "enable-row-checksum": "true", "avro-decimal-handling-mode": "string",
+                                "avro-bigint-unsigned-handling-mode": "string"})
+    enc, dec = AvroEncoder(cfg, reg), AvroDecoder(cfg, registry(schema_registry_url))
+    old = {"id": 1, "v": "b"}
+    [m] = enc.encode(Event(Kind.DELETE, 5 << 18, table=t, before=old))
+    [ev] = dec.decode(m.value, m.key)
+    assert ev.kind is Kind.DELETE and ev.before == old
+    assert ev.checksum is not None and ev.checksum.previous == row_checksum(t, old) and ev.checksum.current == 0
+    # the same delete with another old row under the first one's checksum
+    sid, rec = read(m.value, reg)
+    rec["v"] = "c"
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(reg.schema(sid))), rec)
+    with pytest.raises(DecodeError, match="checksum mismatch"):
+        dec.decode(m.value[:5] + out.getvalue(), m.key)
+    [m] = enc.encode(Event(Kind.DELETE, 6 << 18, table=t, before=old, checksum=RowChecksum(corrupted=True)))
+    with pytest.raises(DecodeError, match="corrupted"):
+        dec.decode(m.value, m.key)

@@ -185,3 +185,64 @@ def test_schema_change_without_the_schema_envelope():
 def test_transaction_metadata_is_no_change(message):
     assert DebeziumDecoder().decode(orjson.dumps(message)) == []
     assert DebeziumDecoder().decode(orjson.dumps({"schema": {"type": "struct"}, "payload": message})) == []
+
+
+def _schema_change(ddl: str, columns: list[dict], snapshot: str = "false", change: str = "ALTER") -> bytes:
+    """A real connector's schema-change value (its schema-change topic), the table's columns as its DDL parser
+    keeps them."""
+    payload = orjson.loads((REAL / "doc-schema-change.value.json").read_bytes())["payload"]
+    payload["ddl"] = ddl
+    payload["source"]["snapshot"] = snapshot
+    payload["source"]["table"] = "t"
+    table = {"defaultCharsetName": "utf8mb4", "primaryKeyColumnNames": ["id"], "columns": columns}
+    payload["tableChanges"] = [{"type": change, "id": '"inventory"."t"', "table": table}]
+    return orjson.dumps({"payload": payload})
+
+
+def _ddl_column(name: str, type_name: str, position: int, length: int | None = None,
+                scale: int | None = None) -> dict:
+    return {"name": name, "jdbcType": 2, "typeName": type_name, "typeExpression": type_name, "charsetName": None,
+            "length": length, "scale": scale, "position": position, "optional": name != "id",
+            "autoIncremented": False, "generated": False}
+
+
+def test_a_numeric_column_of_a_schema_change_keeps_its_scale():
+    """Debezium keeps NUMERIC, DEC and FIXED as written (MySqlAntlrDdlParser; BinlogAntlrDdlParserTest asserts
+    them with their length and scale): each is a DECIMAL of that scale. FLOAT(p) above 24 bits is a DOUBLE."""
+    dec = DebeziumDecoder()
+    cols = [_ddl_column("id", "INT", 1), _ddl_column("x", "NUMERIC", 2, 10, 2), _ddl_column("y", "FIXED", 3, 6, 3),
+            _ddl_column("f", "FLOAT", 4, 53)]
+    [ddl] = dec.decode(_schema_change("ALTER TABLE t ADD x NUMERIC(10,2), ADD y FIXED(6,3), ADD f FLOAT(53)", cols))
+    assert {c.name: c.type.compact_str() for c in ddl.table.columns}["x"] == "decimal(10,2)"
+    fields = [{"type": "int32", "optional": False, "field": "id"}, _decimal_field("x", 10, 2),
+              _decimal_field("y", 6, 3), {"type": "double", "optional": True, "field": "f"}]
+    [ev] = dec.decode(_connect_message(fields, {"id": 1, "x": "AIU=", "y": "98E=", "f": 1.2345678901234}))
+    assert ev.after == {"id": 1, "x": "1.33", "y": "-2.111", "f": 1.2345678901234}
+    types = {c.name: c.type.compact_str() for c in ev.table.columns}
+    assert types["x"] == "decimal(10,2)" and types["y"] == "decimal(6,3)" and types["f"] == "double"
+
+
+@pytest.mark.parametrize("ddl", ["DROP TABLE IF EXISTS `inventory`.`t`", "DROP DATABASE IF EXISTS `inventory`"])
+def test_a_snapshots_drop_before_its_create_drops_nothing(ddl):
+    """A snapshot writes DROP ... IF EXISTS, then the table's CREATE (BinlogSnapshotChangeEventSource): schema
+    history, which must not empty a lake's table; the same DROP streamed from the binlog is a DROP."""
+    dec = DebeziumDecoder()
+    assert dec.decode(_schema_change(ddl, [], snapshot="true", change="DROP")) == []
+    [create] = dec.decode(_schema_change("CREATE TABLE `t` (`id` int NOT NULL, PRIMARY KEY (`id`))",
+                                         [_ddl_column("id", "INT", 1)], snapshot="true", change="CREATE"))
+    assert create.ddl_type == "ActionCreateTable"
+    [drop] = dec.decode(_schema_change(ddl, [], change="DROP"))
+    assert drop.ddl_type in ("ActionDropTable", "ActionDropSchema")
+
+
+@pytest.mark.parametrize("message", [
+    # Debezium's heartbeat (heartbeat.interval.ms; HeartbeatImpl, SchemaFactory), with and without its schema
+    {"schema": {"type": "struct", "name": "io.debezium.connector.common.Heartbeat", "version": 1, "optional": False,
+                "fields": [{"field": "ts_ms", "type": "int64", "optional": False}]},
+     "payload": {"ts_ms": 1588252618953}},
+    {"ts_ms": 1588252618953},
+    # a tombstone as the JsonConverter wrote it before Kafka 2.2 (KAFKA-3832)
+    {"schema": None, "payload": None},
+])
+def test_heartbeats_and_old_tombstones_are_no_change(message):
+    assert DebeziumDecoder().decode(orjson.dumps(message)) == []

@@ -84,7 +84,7 @@ def test_ddl_messages_decode_to_the_table_definition():
                     if c.type.name == "decimal" else c.type.full_str() for c in t.columns]
 
         assert shape(ev.table) == shape(orig.table)
-        assert ev.table.pk_names == orig.table.pk_names
+        assert ev.table.primary_columns == orig.table.primary_columns  # GetPrimaryKeyColumnNames: implicit too
 
 
 def test_fast_datetime_formatter_matches_the_reference():

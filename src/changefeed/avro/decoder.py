@@ -173,8 +173,10 @@ class AvroDecoder:
                 raise DecodeError(f"bad value {v!r}: {e}", field=f"{fld}.{name}") from None
         return row
 
-    def _verify(self, t: TableInfo, rec: dict[str, Any], row: Row, ts: int) -> RowChecksum | None:
-        """Check `_tidb_row_level_checksum` against the row (TiCDC's avro decoder: VerifyChecksum).
+    def _verify(self, t: TableInfo, rec: dict[str, Any], row: Row, ts: int, *, previous: bool = False
+                ) -> RowChecksum | None:
+        """Check `_tidb_row_level_checksum` against the row (TiCDC's avro decoder: VerifyChecksum; `previous`: a
+        delete's, the checksum of the row before it).
 
         Empty or absent: no checksum. TIMESTAMP values are taken in the configured time-zone (TiCDC's
         consumer: its local zone), which must be the changefeed's. A row TiCDC marked `_tidb_corrupted`, or
@@ -191,12 +193,12 @@ class AvroDecoder:
                 raise ValueError(text)
         except (TypeError, ValueError):
             raise DecodeError(f"{text!r} is not an unsigned integer", field=fld) from None
-        cs = RowChecksum(current=want & 0xFFFFFFFF, version=rec.get("_tidb_checksum_version") or 0,
-                         corrupted=bool(rec.get("_tidb_corrupted")))
+        cs = RowChecksum(**{"previous" if previous else "current": want & 0xFFFFFFFF},
+                         version=rec.get("_tidb_checksum_version") or 0, corrupted=bool(rec.get("_tidb_corrupted")))
         if cs.corrupted:
             raise DecodeError(f"row marked corrupted by TiCDC (_tidb_corrupted) for {where}", field="_tidb_corrupted")
         try:
-            bad = mismatches(t, (("current", row, want),), self.config.time_zone)
+            bad = mismatches(t, (("previous" if previous else "current", row, want),), self.config.time_zone)
         except ValueError_ as e:
             raise DecodeError(f"cannot compute the row checksum for {where}: {e}", field=fld) from None
         if bad is not None:
@@ -235,8 +237,10 @@ class AvroDecoder:
         ts = vrec.get("_tidb_commit_ts") or 0
         kind = Kind.UPDATE if op == "u" else Kind.DELETE if op == "d" else Kind.INSERT
         row = self._row(t, vrec, "value")
-        if kind is Kind.DELETE:
-            return [Event(kind=kind, commit_ts=ts & _MASK64, table=t, before=row)]
+        if kind is Kind.DELETE:  # a full value (avro-include-before-value): its checksum is the old row's
+            ev = Event(kind=kind, commit_ts=ts & _MASK64, table=t, before=row)
+            ev.checksum = self._verify(t, vrec, row, ev.commit_ts, previous=True)
+            return [ev]
         ev = Event(kind=kind, commit_ts=ts & _MASK64, table=t, after=row)
         ev.checksum = self._verify(t, vrec, row, ev.commit_ts)
         if kind is Kind.UPDATE:

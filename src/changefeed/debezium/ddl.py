@@ -173,7 +173,7 @@ def table_change(ev: Event) -> list[dict[str, Any]]:
             "autoIncremented": c.auto_increment, "generated": c.auto_increment,
         })
     return [{"type": ctype, "id": ident, "table": {"defaultCharsetName": t.charset or "utf8mb4",
-                                                   "primaryKeyColumnNames": list(t.pk_names), "columns": columns,
+                                                   "primaryKeyColumnNames": list(t.primary_columns), "columns": columns,
                                                    "comment": None}}]
 
 

@@ -193,17 +193,29 @@ def _truncate(src: dict[str, Any], ts: int) -> Event:
                  table=TableInfo(schema=db, table=table))
 
 
+# type names Debezium keeps as the statement wrote them (its DDL parser registers each): the length and scale it
+# gives apply as to the type they stand for
+_SYNONYMS = {"numeric": "decimal", "dec": "decimal", "fixed": "decimal", "integer": "int", "real": "double",
+             "character": "char"}
+
+
 def _ddl_column(c: dict[str, Any]) -> Column:
     """A column of a schema-change message back to a MySQL column type."""
     expr = (c.get("typeExpression") or c.get("typeName") or "text").lower()
     words = expr.split()
     base, attrs = words[0], " ".join(words[1:])
-    base = base.split("(")[0]
+    base = _SYNONYMS.get(base.split("(")[0], base.split("(")[0])
     length, scale = c.get("length"), c.get("scale")
     if base in ("enum", "set") and c.get("enumValues"):
         text = f"{base}({','.join(c['enumValues'])})"
     elif base == "decimal" and length:
         text = f"decimal({length},{int(scale or 0)})"
+    elif base in ("float", "double") and length:
+        # FLOAT(p) above 24 bits is a DOUBLE, as Debezium's converter takes it (BinlogValueConverters)
+        if scale is not None:
+            text = f"{base}({length},{int(scale)})"
+        else:
+            text = "double" if base == "double" or int(length) > 24 else "float"
     elif base in ("datetime", "timestamp", "time") and length:
         text = f"{base}({length})"
     elif base in ("char", "varchar", "binary", "varbinary", "bit", "tinyint", "smallint", "mediumint", "int",
@@ -216,6 +228,17 @@ def _ddl_column(c: dict[str, Any]) -> Column:
     return Column(name=c["name"], mysql_type=text, charset=c.get("charsetName"), nullable=bool(c.get("optional")),
                   default=c.get("defaultValueExpression"), auto_increment=bool(c.get("autoIncremented")),
                   comment=c.get("comment"))
+
+
+HEARTBEAT = "io.debezium.connector.common.Heartbeat"
+
+
+def _in_snapshot(src: Any) -> bool:
+    """Whether a message's source block says a snapshot wrote it (`snapshot`: "true", "first", "last", ...)."""
+    if not isinstance(src, dict):
+        return False
+    snap = src.get("snapshot")
+    return snap not in (None, False, "false")
 
 
 class DebeziumDecoder:
@@ -294,12 +317,22 @@ class DebeziumDecoder:
             return []  # a tombstone: the delete before it already said everything
         msg = json_object(value, "a Debezium message")
         schema = msg.get("schema")
+        if schema is None and "payload" in msg and msg["payload"] is None:
+            return []  # a tombstone as Kafka Connect's JsonConverter wrote it before Kafka 2.2 (KAFKA-3832)
+        if (isinstance(schema, dict) and schema.get("name") == HEARTBEAT) or msg.keys() == {"ts_ms"}:
+            return []  # a heartbeat (`heartbeat.interval.ms`; with `schemas.enable=false` its payload alone)
         # without the envelope (the JsonConverter's `schemas.enable=false`) the message is the payload itself
         payload = msg["payload"] if "payload" in msg else msg if not _ENVELOPE.isdisjoint(msg) else None
         if not isinstance(payload, dict):
             raise DecodeError("missing payload", field="payload", offset=0)
         if "ddl" in payload or "tableChanges" in payload:
-            return [self._ddl(payload)]
+            ddl = self._ddl(payload)
+            if drops(ddl.ddl_type) and _in_snapshot(payload.get("source")):
+                # a snapshot's DROP ... IF EXISTS before it writes the table's CREATE again (Debezium's
+                # BinlogSnapshotChangeEventSource): schema history, not a change; the CREATE then stands for the
+                # table as the snapshot found it (a lake table's columns reconciled, its rows kept)
+                return []
+            return [ddl]
         if payload.get("status") in ("BEGIN", "END") and "op" not in payload and "source" not in payload:
             return []  # Debezium's transaction metadata (`provide.transaction.metadata`): a boundary, no change
         op = payload.get("op")

@@ -87,9 +87,9 @@ def index_schemas(t: TableInfo) -> list[dict[str, Any]]:
             "nullable": any(c in nullable for c in idx.columns),
             "columns": list(idx.columns),
         })
-    if handle or (t.pk_names and not any(i["primary"] for i in out)):
+    if handle or (t.primary_columns and not any(i["primary"] for i in out)):
         out.append({"name": "primary", "unique": True, "primary": True, "nullable": False,
-                    "columns": list(t.pk_names)})
+                    "columns": list(t.primary_columns)})
     return out
 
 
