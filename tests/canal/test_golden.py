@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from changefeed.canal import CanalJSONDecoder, CanalJSONEncoder
+from changefeed.errors import DecodeError
 from changefeed.model import Kind
 from tests.conftest import load_events, load_json
 
@@ -158,3 +159,27 @@ def test_a_watermark_of_zero_has_an_empty_tidb_object_and_reads_back():
            "es": 0, "ts": 1, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None, "_tidb": {}}
     [ev] = CanalJSONDecoder().decode(orjson.dumps(msg))
     assert ev.kind is Kind.WATERMARK and ev.commit_ts == 0
+
+
+def _official(etype: str, sql: str = "", **kw) -> bytes:
+    """A message as official Canal's flat-message producer writes one that holds no row (FlatMessage fields)."""
+    msg = {"data": None, "database": "test", "es": 1639633094000, "id": 7, "isDdl": False, "mysqlType": None,
+           "old": None, "pkNames": None, "sql": sql, "sqlType": None, "table": "t", "ts": 1639633094670,
+           "type": etype, **kw}
+    return orjson.dumps(msg)
+
+
+@pytest.mark.parametrize("raw", [
+    # MariaDB's annotate-rows / MySQL's rows-query event: the statement, its rows in their own messages
+    _official("QUERY", "insert into t values (1, 'a')"),
+    _official("XACOMMIT"), _official("XAROLLBACK"),  # an XA transaction's end (LogEventConvert)
+])
+def test_official_canal_messages_without_rows_are_no_change(cfg, raw):
+    assert CanalJSONDecoder(cfg()).decode(raw) == []
+
+
+def test_official_canal_statement_dml_is_refused_with_the_reason(cfg):
+    """A DML read from a STATEMENT or MIXED format binlog carries its statement, not its rows: nothing to apply,
+    so it is refused (a dead letter with the reason), never taken for a change with no rows."""
+    with pytest.raises(DecodeError, match="binlog_format=ROW"):
+        CanalJSONDecoder(cfg()).decode(_official("INSERT", "insert into t values (1, 'a')"))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..sqlschema import SchemaTracker
 
 _DML = {"INSERT": Kind.INSERT, "UPDATE": Kind.UPDATE, "DELETE": Kind.DELETE}
+_NO_CHANGE = frozenset(("QUERY", "XACOMMIT", "XAROLLBACK", "GTID", "MHEARTBEAT"))  # Canal types with no row
 _UPDATE = Kind.UPDATE
 _DELETE = Kind.DELETE
 
@@ -198,6 +199,11 @@ class CanalJSONDecoder:
             if not _is_u64(wts):
                 raise self._fail(raw, "_tidb", "a TIDB_WATERMARK message needs _tidb.watermarkTs")
             return [Event(kind=Kind.WATERMARK, commit_ts=wts)]
+        if etype in _NO_CHANGE:
+            # official Canal's messages that hold no row: the statement a rows event came from (QUERY with
+            # isDdl=false: MariaDB's annotate-rows, MySQL's rows-query events; its rows come in their own messages),
+            # an XA transaction's end, a GTID or heartbeat marker (Canal's LogEventConvert, EventType)
+            return []
         kind = _DML.get(etype)
         if kind is None:
             raise self._fail(raw, "type", f"unknown event type {etype!r}: expected INSERT, UPDATE, DELETE, "
@@ -366,6 +372,9 @@ class CanalJSONDecoder:
 
     def _rows(self, msg: dict[str, Any], raw: bytes, kind: Kind, tidb: dict | None) -> list[Event]:
         data = msg.get("data")
+        if data is None and isinstance(msg.get("sql"), str) and msg["sql"]:
+            raise self._fail(raw, "data", "a DML statement without its rows (official Canal reading a STATEMENT or "
+                             "MIXED format binlog): set binlog_format=ROW upstream")
         if not isinstance(data, list) or not data:
             raise self._fail(raw, "data", "a DML message needs data, an array of row objects")
         old = msg.get("old")
