@@ -218,6 +218,9 @@ class Event:
     # a row of a partitioned table: its partition's table ID (TiDB's PhysicalTableID: the simple protocol's
     # `tableID`, the table ID in its TiKV key), where the source knows it; None: the table's own `table_id`
     physical_table_id: int | None = None
+    # the whole table of a row the column selector cut (`table` is then its view): a BOOTSTRAP carries the whole
+    # schema, as TiCDC's selector only empties the values (routing.ColumnSelector)
+    selected_from: TableInfo | None = None
 
     @property
     def is_row(self) -> bool:

@@ -194,7 +194,7 @@ class ColumnSelector:
         if view is None:
             return ev
         keep = view.by_name
-        return replace(ev, table=view,
+        return replace(ev, table=view, selected_from=t,
                        before=None if ev.before is None else {k: v for k, v in ev.before.items() if k in keep},
                        after=None if ev.after is None else {k: v for k, v in ev.after.items() if k in keep})
 

@@ -55,17 +55,18 @@ class Bootstrapper:
         """BOOTSTRAP events to send before this DML (usually none)."""
         if not self.enabled or ev.table is None:
             return []
+        table = ev.selected_from or ev.table  # the whole schema, not the column selector's view of it
         now = self._clock()
-        key = self._key(ev.table)
+        key = self._key(table)
         st = self._tables.get(key)
         if st is None or now - st.last_row > self._max_inactive:
-            st = _TableState(ev.table, 1, float("-inf"), now)
+            st = _TableState(table, 1, float("-inf"), now)
             self._tables[key] = st
             return [self._bootstrap(st, now)]
         st.counter += 1
         st.last_row = now
-        if st.table is not ev.table and not st.table.same_definition(ev.table):
-            st.table = ev.table  # a DDL changed it: later bootstraps carry the new schema
+        if st.table is not table and not st.table.same_definition(table):
+            st.table = table  # a DDL changed it: later bootstraps carry the new schema
         if now - st.last_send >= self.interval_s or st.counter >= self.msg_count:
             return [self._bootstrap(st, now)]
         return []
