@@ -241,7 +241,7 @@ def test_text_and_blob_lengths_pick_the_type(text, name):
     ("enum('a,b','c')", ("a,b", "c")),  # a comma inside an element
     ("enum('(x)',')','(')", ("(x)", ")", "(")),  # parentheses inside elements
     ("enum('')", ("",)),
-    ("enum(' padded ','é','😀')", (" padded ", "é", "😀")),
+    ("enum(' padded ','é','😀')", (" padded", "é", "😀")),  # a trailing space is stripped, a leading one kept
     ("set('a','b','c')", ("a", "b", "c")),
     ("set('x''y','(z)')", ("x'y", "(z)")),
     ("enum", ()),  # canal-json's short mysqlType: the elements are unknown
@@ -846,3 +846,14 @@ def test_a_vectors_dimension_is_kept():
     t = parse("VECTOR(5)")
     assert (t.short_str(), t.compact_str(), t.full_str(), t.display_length) == ("vector", "vector(5)", "vector(5)", 5)
     assert parse("vector").compact_str() == "vector"
+
+
+def test_enum_and_set_members_lose_their_trailing_spaces():
+    """MySQL ("trailing spaces are automatically deleted from ENUM member values") and TiDB's parser strip them:
+    the members, and the length TiDB derives from them, are those of the stripped text."""
+    from changefeed.simple.schema import data_type
+
+    e = ColumnType.parse("enum('x  ','y')")
+    s = ColumnType.parse("set('x  ',' y')")
+    assert e.elements == ("x", "y") and s.elements == ("x", " y")
+    assert data_type(e)["length"] == 1 and data_type(s)["length"] == 4

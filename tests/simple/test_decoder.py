@@ -216,3 +216,13 @@ def test_a_partition_rows_message_differs_from_its_tables_only_in_the_id(codec):
         assert part == mine.replace(b'"tableID":5,', b'"tableID":9,')
     else:  # Avro's tableID is a zigzag long: 5 -> 0x0a, 9 -> 0x12, after the database and table strings
         assert len(part) == len(mine) and sum(a != b for a, b in zip(part, mine, strict=True)) == 1
+
+
+def test_a_vector_column_keeps_its_dimension():
+    """TiCDC's decoder sets a VECTOR's flen from the schema's `length` (message.go newTiColumnInfo)."""
+    from changefeed.simple.schema import table_from_schema
+
+    t = table_from_schema({"schema": "d", "table": "t", "tableID": 1, "version": 1, "indexes": [], "columns": [
+        {"name": "v", "dataType": {"mysqlType": "vector", "charset": "binary", "collate": "binary", "length": 3},
+         "nullable": True, "default": None}]})
+    assert t.by_name["v"].type.full_str() == "vector(3)"

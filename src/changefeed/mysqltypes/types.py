@@ -288,8 +288,9 @@ def _parse_cached(text: str, charset: str | None, collate: str | None) -> Column
     if name not in _BASES:
         raise TypeParseError(f"unknown column type {raw_name!r} in {text!r}")
     if name in ("enum", "set"):
-        # bare `enum`/`set` (canal-json's short mysqlType) leaves the elements unknown
-        elements = tuple(_unquote(a, text) for a in args if a != "")
+        # bare `enum`/`set` (canal-json's short mysqlType) leaves the elements unknown; a member's trailing
+        # spaces are not kept (MySQL and TiDB's parser strip them when the table is made)
+        elements = tuple(_unquote(a, text).rstrip(" ") for a in args if a != "")
     elif name == "vector":  # VECTOR(D): TiDB keeps the dimension as the flen (CompactStr writes it back)
         if len(args) > 1:
             raise TypeParseError(f"too many parameters in column type {text!r}")

@@ -138,7 +138,7 @@ def type_text(dt: dict[str, Any]) -> str:
     elif name in ("float", "double"):
         text = f"{name}({length},{dec})" if dec and dec > 0 and length > 0 else name
     elif name in ("tinyint", "smallint", "mediumint", "int", "bigint", "bit", "char", "varchar", "binary",
-                  "varbinary") and length > 0:
+                  "varbinary", "vector") and length > 0:
         text = f"{name}({length})"
     elif name in ("blob", "text") and length > 0 and length != 65535:
         text = f"{name}({length})"
