@@ -29,3 +29,17 @@ def test_a_bad_physical_table_id_is_named(bad):
     obj["physicalTableID"] = bad
     with pytest.raises(DecodeError, match="physicalTableID"):
         EventReader().parse(orjson.dumps(obj))
+
+
+def test_a_binary_default_travels_as_bytes():
+    """A BINARY column's stored default is bytes (`sqlschema.defaults`): written as `{"$b64": ...}`, read back
+    as the same bytes."""
+    import orjson
+
+    from changefeed.eventline import table_from_json, table_to_json
+    from changefeed.sqlschema import parse_create_table
+
+    t = parse_create_table("CREATE TABLE t (id int PRIMARY KEY, b binary(3) DEFAULT x'7b02', v varchar(3) "
+                           "DEFAULT '{a')")
+    back = table_from_json(orjson.loads(orjson.dumps(table_to_json(t))))
+    assert back.by_name["b"].default == b"{\x02\x00" and back.by_name["v"].default == "{a"

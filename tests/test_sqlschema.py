@@ -175,7 +175,7 @@ def test_mysql8_show_create_table():
         ("total", "decimal(12,2)", False, "0.00", False, False),
         ("created_at", "datetime(6)", False, "CURRENT_TIMESTAMP(6)", False, False),
         ("updated_at", "timestamp", True, None, False, False),
-        ("flags", "bit(3)", False, "b'101'", False, False),
+        ("flags", "bit(3)", False, 5, False, False),
         ("payload", "json", True, None, False, False),
         ("code", "char(8) CHARACTER SET latin1 COLLATE latin1_bin", False, None, False, True),
         ("total_x2", "decimal(13,2)", True, None, False, False),
@@ -324,7 +324,7 @@ def test_column_type_text(definition, mysql_type, full):
         ("int DEFAULT '0'", "0"),
         ("int DEFAULT 0", "0"),
         ("int DEFAULT -1", "-1"),
-        ("decimal(5,2) DEFAULT +1.5", "1.5"),
+        ("decimal(5,2) DEFAULT +1.5", "1.50"),  # stored with the column's scale (test_a_default_is_stored...)
         ("double DEFAULT 1.5e3", "1.5e3"),
         ("varchar(10) DEFAULT 'it''s'", "it's"),
         ("varchar(10) DEFAULT 'a\\'b'", "a'b"),
@@ -343,9 +343,9 @@ def test_column_type_text(definition, mysql_type, full):
         ("datetime(3) DEFAULT NOW(3)", "NOW(3)"),
         ("date DEFAULT DATE '2020-01-02'", "2020-01-02"),
         ("datetime DEFAULT '2020-01-02 03:04:05'", "2020-01-02 03:04:05"),
-        ("bit(8) DEFAULT b'1010'", "b'1010'"),
-        ("varbinary(4) DEFAULT 0x0A0B", "0x0A0B"),
-        ("varbinary(4) DEFAULT X'0a'", "X'0a'"),
+        ("bit(8) DEFAULT b'1010'", 10),
+        ("varbinary(4) DEFAULT 0x0A0B", b"\x0a\x0b"),
+        ("varbinary(4) DEFAULT X'0a'", b"\n"),
         ("tinyint(1) DEFAULT TRUE", "1"),
         ("tinyint(1) DEFAULT false", "0"),
         ("varchar(36) DEFAULT (uuid())", "uuid()"),
@@ -958,3 +958,43 @@ def test_a_create_table_applied_again_in_another_tracker_is_not_parsed_again(mon
     a.apply("CREATE TABLE cache_u LIKE cache_t", "db")
     b.apply("CREATE TABLE cache_u LIKE cache_t", "db")
     assert len(parsed) == n + 2
+
+
+@pytest.mark.parametrize("column, stored", [
+    ("i int DEFAULT 0x10", "16"),  # a hexadecimal literal is a number in a numeric column
+    ("i int DEFAULT X'0a'", "10"),
+    ("b bit(8) DEFAULT b'101'", 5),  # and bits in a BIT one
+    ("b bit(16) DEFAULT 0x3132", 0x3132),
+    ("bb binary(3) DEFAULT x'0102'", b"\x01\x02\x00"),  # BINARY(N) zero-padded to N
+    ("bb binary(4) DEFAULT 'ab'", "ab\0\0"),
+    ("vb varbinary(4) DEFAULT 'ab'", "ab"),
+    ("y year DEFAULT 99", "1999"),  # YEAR's two digits
+    ("y year DEFAULT '05'", "2005"),
+    ("d decimal(5,2) DEFAULT 1.5", "1.50"),  # a DECIMAL's scale
+    ("d decimal(5,2) DEFAULT '1.555'", "1.56"),
+    ("dt datetime(3) DEFAULT '2020-01-01 01:02:03'", "2020-01-01 01:02:03.000"),  # a DATETIME's fraction
+    ("ts timestamp DEFAULT '2020-01-01 01:02:03.000'", "2020-01-01 01:02:03"),
+    ("ts timestamp(2) DEFAULT CURRENT_TIMESTAMP(2)", "CURRENT_TIMESTAMP(2)"),
+    ("e enum('x','y') DEFAULT 'X'", "x"),  # a member as declared
+    ("s set('a','b','c') DEFAULT 'C,A'", "a,c"),
+    ("v varchar(10) DEFAULT 'X'", "X"),
+])
+def test_a_default_is_stored_as_tidb_keeps_it(column, stored):
+    """TiDB converts a DEFAULT literal to the column's type when the table is made (ddl getDefaultValue), and
+    TiCDC's encoders write that value: the Avro schema's default of `int DEFAULT 0x10` is 16, not "0x10"."""
+    t = parse_create_table(f"CREATE TABLE t (id int PRIMARY KEY, {column})")
+    assert t.columns[1].default == stored
+
+
+def test_avro_defaults_of_a_made_table_are_of_their_fields_types():
+    from changefeed.avro.schema import value_schema
+    from changefeed.config import build_config
+
+    t = parse_create_table("CREATE TABLE t (id int PRIMARY KEY, i int NOT NULL DEFAULT 0x10, b bit(8) NOT NULL "
+                           "DEFAULT b'101', bb binary(3) NOT NULL DEFAULT x'0102', y year NOT NULL DEFAULT 99, "
+                           "d decimal(5,2) NOT NULL DEFAULT 1.5, e enum('x','y') NOT NULL DEFAULT 'X')")
+    fields = {f["name"]: f for f in value_schema(t, build_config("avro", {"avro-decimal-handling-mode": "string"}))[
+        "fields"]}
+    # tiflow avro's columnToAvroData of the stored defaults
+    assert {n: fields[n].get("default") for n in ("i", "b", "bb", "y", "d", "e")} == {
+        "i": 16, "b": "BQ==", "bb": "AQIA", "y": 1999, "d": "1.50", "e": "x"}

@@ -118,8 +118,9 @@ def table_to_json(t: TableInfo) -> dict[str, Any]:
             co["collate"] = c.collate
         if c.nullable is not None:
             co["nullable"] = c.nullable
-        if c.default is not None:
-            co["default"] = c.default
+        if c.default is not None:  # a binary column's default is bytes: written as a payload is
+            co["default"] = {"$b64": base64.b64encode(c.default).decode("ascii")} if isinstance(c.default, bytes) \
+                else c.default
         if c.primary_key:
             co["primaryKey"] = True
         if c.unique_key:
@@ -154,6 +155,11 @@ def _opt(obj: dict, key: str, typ: type | tuple, path: str) -> Any:
     return v
 
 
+def _default(v: Any, path: str) -> Any:
+    """A column's default: bytes where it was written as `{"$b64": ...}`."""
+    return payload_from_json(v, f"{path}.default") if isinstance(v, dict) else v
+
+
 def table_from_json(obj: Any, path: str = "table") -> TableInfo:
     if not isinstance(obj, dict):
         raise DecodeError("expected an object", field=path)
@@ -171,7 +177,7 @@ def table_from_json(obj: Any, path: str = "table") -> TableInfo:
                     charset=_opt(rc, "charset", str, cp),
                     collate=_opt(rc, "collate", str, cp),
                     nullable=_opt(rc, "nullable", bool, cp),
-                    default=rc.get("default"),
+                    default=_default(rc.get("default"), cp),
                     primary_key=bool(_opt(rc, "primaryKey", bool, cp)),
                     unique_key=bool(_opt(rc, "uniqueKey", bool, cp)),
                     auto_increment=bool(_opt(rc, "autoIncrement", bool, cp)),

@@ -3,6 +3,7 @@ ticdc/testdata/, Debezium 2.4.0.Final output that TiCDC's own tests compare agai
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import orjson
@@ -246,3 +247,38 @@ def test_a_snapshots_drop_before_its_create_drops_nothing(ddl):
 ])
 def test_heartbeats_and_old_tombstones_are_no_change(message):
     assert DebeziumDecoder().decode(orjson.dumps(message)) == []
+
+
+def test_temporal_values_in_isostring_precision_mode():
+    """`time.precision.mode=isostring` (Debezium 3.1, TemporalPrecisionMode): IsoDate, IsoTime and IsoTimestamp
+    are ISO-8601 texts in UTC (the ISO_OFFSET_* formatters), read as DATE, TIME and DATETIME."""
+    def iso(name: str, field: str) -> dict:
+        return {"type": "string", "optional": True, "name": f"io.debezium.time.{name}", "version": 1,
+                "field": field}
+
+    fields = [{"type": "int32", "optional": False, "field": "id"}, iso("IsoDate", "d"), iso("IsoTime", "t"),
+              iso("IsoTimestamp", "ts")]
+    [ev] = DebeziumDecoder().decode(_connect_message(fields, {"id": 1, "d": "2023-11-30Z", "t": "12:34:56.123456Z",
+                                                              "ts": "2023-11-30T12:34:56.123456Z"}))
+    assert ev.after == {"id": 1, "d": "2023-11-30", "t": "12:34:56.123456", "ts": "2023-11-30 12:34:56.123456"}
+    types = {c.name: c.type.compact_str() for c in ev.table.columns}
+    assert types["d"] == "date" and types["t"] == "time(6)" and types["ts"] == "datetime(6)"
+
+
+def test_a_geometry_struct_is_the_columns_bytes():
+    """A spatial column is a struct of its WKB (base64) and SRID (io.debezium.data.geometry.Geometry, Point):
+    read back as MySQL stores the value, the SRID (4 bytes, little-endian) then the WKB, in a GEOMETRY column."""
+    wkb = "AQEAAAAAAAAAAADwPwAAAAAAAPA/"  # POINT(1 1)
+    struct_fields = [{"type": "bytes", "optional": False, "field": "wkb"},
+                     {"type": "int32", "optional": True, "field": "srid"}]
+    fields = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": "struct", "optional": True, "name": "io.debezium.data.geometry.Geometry", "version": 1,
+               "fields": struct_fields, "field": "g"},
+              {"type": "struct", "optional": True, "name": "io.debezium.data.geometry.Point", "version": 1,
+               "fields": [{"type": "double", "optional": False, "field": "x"},
+                          {"type": "double", "optional": False, "field": "y"}, *struct_fields], "field": "p"}]
+    [ev] = DebeziumDecoder().decode(_connect_message(fields, {"id": 1, "g": {"wkb": wkb, "srid": None},
+                                                              "p": {"x": 1.0, "y": 1.0, "wkb": wkb, "srid": 4326}}))
+    raw = base64.b64decode(wkb)
+    assert ev.after["g"] == b"\0\0\0\0" + raw and ev.after["p"] == (4326).to_bytes(4, "little") + raw
+    assert ev.table.by_name["g"].type.compact_str() == "geometry"

@@ -138,6 +138,8 @@ def _default_expression(col: Column) -> str | None:
         raw = v.to_bytes((n + 7) // 8, "big").decode("utf-8", "replace").encode("utf-8")
         head = format(raw[0], "b").zfill(n % 8) if raw else ""
         return head + "".join(format(b, "08b") for b in raw[1:])
+    if isinstance(d, bytes):  # a binary default: its bytes as a Go string, not UTF-8 ones as U+FFFD
+        return d.decode("utf-8", "replace")
     return d if isinstance(d, str) else str(d)
 
 

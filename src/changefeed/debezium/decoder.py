@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import logging
+import struct
 from decimal import Decimal
 from typing import Any
 
@@ -44,8 +45,15 @@ _TEMPORAL = {
     "io.debezium.time.ZonedTimestamp": "timestamp(6)",
     "io.debezium.time.Time": "time(3)", "org.apache.kafka.connect.data.Time": "time(3)",
     "io.debezium.time.MicroTime": "time(6)", "io.debezium.time.NanoTime": "time(6)",
+    # `time.precision.mode=isostring` (Debezium 3.1): ISO-8601 text in UTC, `Z` at its end
+    "io.debezium.time.IsoDate": "date", "io.debezium.time.IsoTime": "time(6)",
+    "io.debezium.time.IsoTimestamp": "datetime(6)",
 }
+_ISO = frozenset(("io.debezium.time.IsoDate", "io.debezium.time.IsoTime", "io.debezium.time.IsoTimestamp"))
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"  # `decimal.handling.mode=precise`, Debezium's default
+# spatial columns: a struct of the value's WKB and its SRID (BinlogValueConverters, io.debezium.data.geometry)
+_GEOMETRY = frozenset(("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
+                       "io.debezium.data.geometry.Geography"))
 
 
 def _mysql_type(f: dict[str, Any]) -> str:
@@ -69,6 +77,8 @@ def _mysql_type(f: dict[str, Any]) -> str:
         return f"{kind}(" + ",".join("'" + e.replace("\\", "\\\\").replace("'", "''") + "'" for e in elems) + ")"
     if name == "io.debezium.data.Json":
         return "json"
+    if name in _GEOMETRY:
+        return "geometry"
     if name == "io.debezium.data.TiDBVectorFloat32":
         return "vector"
     if tidb and tidb.split(" ")[0] in ("tinyint", "smallint", "mediumint", "int", "bigint", "float", "double",
@@ -126,6 +136,16 @@ def _datum(col: Column, semantic: str, v: Any, binary_b64: bool) -> Any:
     if semantic == "io.debezium.time.ZonedTimestamp":
         body = v.rstrip("Z").replace("T", " ")
         return body
+    if semantic in _GEOMETRY:
+        wkb = v.get("wkb") if isinstance(v, dict) else None
+        if not isinstance(wkb, str | bytes):
+            raise TypeError("a geometry is a struct with its wkb")
+        # as MySQL stores it (and the binlog gives it): the SRID, 4 bytes little-endian, then the WKB (base64 in
+        # JSON, bytes in Avro)
+        return struct.pack("<I", v.get("srid") or 0) + (wkb if isinstance(wkb, bytes) else
+                                                        base64.b64decode(wkb, validate=True))
+    if semantic in _ISO and isinstance(v, str):
+        return v.removesuffix("Z").removesuffix("+00:00").replace("T", " ")
     per = _TIME_MICROS.get(semantic)
     if per is not None:
         v = v * per if per >= 1 else int(v / 1000)  # nanoseconds: truncated toward zero, as MySQL's TIME is

@@ -38,6 +38,8 @@ def _default(col: Column) -> Any:
         return "1" if d else "0"
     if isinstance(d, int | float):
         return str(d)
+    if isinstance(d, bytes):  # a binary default: its bytes as Go's JSON writes a string (U+FFFD for non-UTF-8)
+        return d.decode("utf-8", "replace")
     return d
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..mysqltypes import Family
+from .defaults import BitsLiteral
 from .tokens import _P, _render, _split, _Tok
 
 
@@ -213,7 +214,9 @@ def _default_value(p: _P) -> Any:
     tok = p.next()
     if tok.kind == "str":
         return _strings(p, tok)
-    if tok.kind in ("num", "hex", "bit"):
+    if tok.kind in ("hex", "bit"):
+        return BitsLiteral(tok.text)
+    if tok.kind == "num":
         return tok.text
     if tok.kind == "id":
         up = tok.up
@@ -225,7 +228,7 @@ def _default_value(p: _P) -> Any:
         if (up.startswith("_") or up in ("N", "DATE", "TIME", "TIMESTAMP")) and nxt.kind == "str":
             return _strings(p, p.next())  # _utf8mb4'x', N'x', DATE '2020-01-01'
         if up.startswith("_") and nxt.kind in ("hex", "bit"):
-            return p.next().text
+            return BitsLiteral(p.next().text)
         if nxt.is_op("("):  # NOW(), CURRENT_TIMESTAMP(3), current_timestamp()
             start = p.i - 1
             p.group()

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import SchemaError, UnsupportedSyntax
 from ..model import Column, Index, TableInfo
 from ..mysqltypes import ColumnType, TypeParseError
+from .defaults import stored_default
 from .definitions import _STRING_FAMILIES, _accept_charset_kw, _charset_of_collation, _ColSpec, _IdxSpec
 from .tokens import _P, _render, _Tok, _tokenize
 
@@ -247,6 +248,8 @@ class _Work:
             )
             for c in self.cols
         ]
+        for col in columns:  # the literal as TiDB stores it for the column's type (`defaults`)
+            col.default = stored_default(col.type, col.default)
         ordered = ([pk] if pk else []) + [i for i in self.idxs if not i.primary]
         indexes = [Index(i.name, [c.name for c in i.cols], i.primary, i.unique or i.primary) for i in ordered]
         return TableInfo(schema, table, columns, indexes, table_id=table_id, version=version)
