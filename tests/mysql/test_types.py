@@ -130,3 +130,37 @@ def test_json_numbers_keep_their_kind_from_the_binlog_to_the_messages(mariadb) -
     enc, dec = CanalJSONEncoder(cfg), CanalJSONDecoder(cfg)
     back = [ev for e in events for m in enc.encode(e) for ev in dec.decode(m.value)]
     assert {e.after["id"]: e.after["v"] for e in back} == got
+
+
+def test_zero_year_and_zero_timestamp_from_the_binlog(mariadb) -> None:
+    """mysql-replication reads YEAR as its byte + 1900 and a TIMESTAMP as its seconds since the epoch: YEAR 0
+    arrives as 1900 and the zero TIMESTAMP as 1970-01-01 00:00:00 (no TIMESTAMP is the epoch itself: their range
+    starts a second later). Both are the zero values TiDB keeps, as the snapshot's SELECT reads them."""
+    db = mariadb.fresh_db("zeros_db")
+    ddl = ("CREATE TABLE z (id INT PRIMARY KEY, y YEAR, ts TIMESTAMP NOT NULL DEFAULT '0000-00-00 00:00:00', "
+           "ts3 TIMESTAMP(3) NULL)")
+    row = "INSERT INTO z VALUES ({id}, 0, '0000-00-00 00:00:00', '0000-00-00 00:00:00.000')"
+    mariadb.run("SET sql_mode = ''", ddl, row.format(id=1), db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))  # row 1 by the snapshot, row 2 by the binlog
+    mariadb.run("SET sql_mode = ''", "SET time_zone = '+00:00'", row.format(id=2), db=db)
+    txs = drain(src)
+    src.close()
+    inserts = {e.after["id"]: e.after for _, evs in txs for e in evs if e.kind is Kind.INSERT}
+    want = {"y": 0, "ts": "0000-00-00 00:00:00", "ts3": "0000-00-00 00:00:00.000"}
+    for rid in (1, 2):
+        assert {k: inserts[rid][k] for k in want} == want, rid
+
+
+def test_mysql_binary_json_with_temporal_values() -> None:
+    """MySQL's binary JSON holds dates and times as such (JSON_OBJECT('at', NOW())); mysql-replication gives them
+    as Python's date, datetime and timedelta inside the document (json_binary.py). MySQL and TiDB print them as
+    strings, a datetime or time with six fractional digits. (MariaDB's JSON is text: no server here makes one.)"""
+    import datetime as dt
+
+    from changefeed.model import Column
+    from changefeed.mysql.convert import converter
+
+    to_datum, _ = converter(Column("j", "json"))
+    doc = {b"at": dt.datetime(2024, 1, 2, 3, 4, 5, 6), b"d": dt.date(2024, 1, 2),
+           b"t": [dt.timedelta(hours=-1, microseconds=5)]}
+    assert to_datum(doc) == '{"at": "2024-01-02 03:04:05.000006", "d": "2024-01-02", "t": ["-00:59:59.999995"]}'

@@ -49,10 +49,20 @@ def _time_text(v: Any, fsp: int) -> str:
     return str(v)
 
 
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
 def _plain_json(v: Any) -> Any:
-    """MySQL's binary JSON as mysql-replication gives it (bytes keys and strings) as plain Python values."""
+    """MySQL's binary JSON as mysql-replication gives it (bytes keys and strings; a date, time or datetime of
+    JSON_OBJECT('at', NOW()) as Python's) as plain Python values: the temporal ones as the text MySQL prints."""
     if isinstance(v, bytes):
         return v.decode("utf-8")
+    if isinstance(v, _dt.datetime):
+        return _datetime_text(v, 6)
+    if isinstance(v, _dt.date):
+        return v.isoformat()
+    if isinstance(v, _dt.time | _dt.timedelta):
+        return _time_text(v, 6)
     if isinstance(v, dict):
         return {_plain_json(k): _plain_json(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
@@ -71,7 +81,9 @@ def converter(col: Column) -> tuple[Convert, OnNone]:
     fam = t.family
     norm = col.store_defined
     fsp = t.fsp
-    if fam in (Family.INT, Family.FLOAT, Family.YEAR, Family.ENUM):
+    if fam is Family.YEAR:  # the reader adds 1900 to the stored byte: YEAR 0 arrives as 1900, no YEAR of its own
+        return (lambda v: norm(0 if v == 1900 else v)), _null
+    if fam in (Family.INT, Family.FLOAT, Family.ENUM):
         return norm, _null
     if fam is Family.DECIMAL:
         return (lambda v: norm(format(v, "f") if isinstance(v, Decimal) else str(v))), _null
@@ -80,6 +92,11 @@ def converter(col: Column) -> tuple[Convert, OnNone]:
             (lambda why: "0000-00-00" if why and "range" in why else None)
     if fam in (Family.DATETIME, Family.TIMESTAMP):
         zero = "0000-00-00 00:00:00" + _fraction(0, fsp)
+        if fam is Family.TIMESTAMP:
+            # the reader takes a TIMESTAMP's seconds since the epoch as they are: the zero TIMESTAMP (0, which no
+            # other TIMESTAMP is: their range starts a second later) arrives as 1970-01-01 00:00:00
+            return (lambda v: zero if v == _EPOCH else norm(_datetime_text(v, fsp))), \
+                (lambda why: zero if why and "range" in why else None)
         return (lambda v: norm(_datetime_text(v, fsp))), (lambda why: zero if why and "range" in why else None)
     if fam is Family.TIME:
         return (lambda v: norm(_time_text(v, fsp))), _null
