@@ -25,7 +25,7 @@ from . import server
 from .checkpoint import Checkpoint, Position, load_checkpoint
 from .convert import RowConverter
 from .server import SourceError, live_state
-from .statements import DML, NOT_DDL, TXN_CONTROL, ddl_events, query_text, split_multi_table
+from .statements import DML, NOT_DDL, SAVEPOINT, TXN_CONTROL, ddl_events, query_text, split_multi_table
 from .uri import MySQLURI
 
 __all__ = ["BinlogSource", "CommitClock", "Transaction", "live_state", "load_checkpoint", "mysql_events",
@@ -46,6 +46,7 @@ class Transaction:
 @dataclass
 class _Open:
     events: list[Event] = field(default_factory=list)
+    savepoints: dict[str, int] = field(default_factory=dict)  # a savepoint's name -> the events before it
 
 
 class CommitClock:
@@ -317,6 +318,16 @@ class BinlogSource:
                         open_tx = _Open()
                         continue
                     end = word == "COMMIT"
+                    point = SAVEPOINT.match(q)
+                    if point is not None:
+                        # a savepoint is logged where the transaction touched a non-transactional table, and so is
+                        # a ROLLBACK TO it: the rows logged after the savepoint are undone, not the transaction
+                        name = point.group(2).strip("`").lower()
+                        if open_tx is not None and point.group(1).upper() == "SAVEPOINT":
+                            open_tx.savepoints[name] = len(open_tx.events)
+                        elif open_tx is not None and name in open_tx.savepoints:
+                            del open_tx.events[open_tx.savepoints[name]:]
+                        continue
                     if word == "ROLLBACK":
                         open_tx = None
                         continue

@@ -17,6 +17,8 @@ from ..sqlschema import SchemaError, SchemaTracker
 from .uri import SYSTEM_SCHEMAS, MySQLURI
 
 DML = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.I | re.S)
+# SAVEPOINT sp / ROLLBACK [WORK] TO [SAVEPOINT] sp (group 1: which, group 2: the name, maybe quoted)
+SAVEPOINT = re.compile(r"\s*(SAVEPOINT|ROLLBACK(?:\s+WORK)?\s+TO)\s+(?:SAVEPOINT\s+)?(`(?:[^`]|``)+`|\S+)", re.I)
 TXN_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s+SAVEPOINT)", re.I)
 NOT_DDL = re.compile(r"\s*(?:/\*.*?\*/\s*)*(FLUSH|GRANT|REVOKE|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|SET\s|"
                      r"ANALYZE|OPTIMIZE|CHECK|REPAIR|CREATE\s+(?:DEFINER|FUNCTION|PROCEDURE|TRIGGER|EVENT|"
