@@ -216,3 +216,21 @@ def test_a_rollback_to_a_savepoint_undoes_only_the_rows_after_it(mariadb) -> Non
     src.close()
     rows = sorted(e.after["id"] for _, evs in txs for e in evs if e.kind is Kind.INSERT and e.table.table == "t")
     assert rows == [1, 3]  # (m's row is not checked: a MyISAM table has no consistent snapshot to start from)
+
+
+def test_a_sessions_temporary_table_is_not_the_table_of_its_name(mariadb) -> None:
+    """A session that binlogs statements logs its CREATE / DROP TEMPORARY TABLE: a temporary `t` shadows the real
+    `t` in that session alone, so neither is a DDL of the captured `t` (a DROP TEMPORARY read as DROP TABLE would
+    have dropped the lake's table and forgotten its definition)."""
+    db = mariadb.fresh_db("temporary_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5))", db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))
+    mariadb.run("SET SESSION binlog_format = 'STATEMENT'", "CREATE TEMPORARY TABLE t (x INT)",
+                "DROP TEMPORARY TABLE IF EXISTS t", "SET SESSION binlog_format = 'ROW'",
+                "INSERT INTO t VALUES (1, 'a')", db=db)
+    txs = drain(src)
+    src.close()
+    events = [e for _, evs in txs for e in evs]
+    assert [e.ddl_type for e in events if e.kind is Kind.DDL] == ["ActionCreateTable"]  # the snapshot's
+    [ins] = [e for e in events if e.kind is Kind.INSERT]
+    assert ins.after == {"id": 1, "v": "a"} and [c.name for c in ins.table.columns] == ["id", "v"]

@@ -73,7 +73,8 @@ def granted(conn: Any) -> tuple[str, set[str]]:
 
 def check(conn: Any, uri: MySQLURI, *, snapshot: bool) -> str:
     """Refuse a server the capture cannot read losslessly; the flavor (mariadb or mysql) when it can."""
-    v = variables(conn, ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id"])
+    v = variables(conn, ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id",
+                         "binlog_row_value_options"])
     if v.get("log_bin", "OFF").upper() not in ("ON", "1"):
         raise SourceError(f"{uri.where}: the binary log is off (log_bin=OFF): start the server with log-bin, "
                           "binlog_format=ROW and binlog_row_image=FULL")
@@ -85,6 +86,10 @@ def check(conn: Any, uri: MySQLURI, *, snapshot: bool) -> str:
     if image != "FULL":
         raise SourceError(f"{uri.where}: binlog_row_image is {image}, the capture needs binlog_row_image=FULL "
                           "(full before and after images)")
+    if "PARTIAL_JSON" in v.get("binlog_row_value_options", "").upper():  # MySQL 8's; MariaDB has no such variable
+        raise SourceError(f"{uri.where}: binlog_row_value_options is PARTIAL_JSON: an UPDATE of a JSON column is "
+                          "then logged as a diff of the document, which the capture cannot read; SET GLOBAL "
+                          "binlog_row_value_options=''")
     if v.get("server_id") == str(uri.server_id):
         raise SourceError(f"{uri.where}: server-id={uri.server_id} is the server's own server_id; give the capture "
                           "another one (?server-id=N)")

@@ -22,7 +22,10 @@ SAVEPOINT = re.compile(r"\s*(SAVEPOINT|ROLLBACK(?:\s+WORK)?\s+TO)\s+(?:SAVEPOINT
 TXN_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s+SAVEPOINT)", re.I)
 NOT_DDL = re.compile(r"\s*(?:/\*.*?\*/\s*)*(FLUSH|GRANT|REVOKE|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|SET\s|"
                      r"ANALYZE|OPTIMIZE|CHECK|REPAIR|CREATE\s+(?:DEFINER|FUNCTION|PROCEDURE|TRIGGER|EVENT|"
-                     r"ROLE)|DROP\s+(?:FUNCTION|PROCEDURE|TRIGGER|EVENT|ROLE))", re.I | re.S)
+                     r"ROLE)|DROP\s+(?:FUNCTION|PROCEDURE|TRIGGER|EVENT|ROLE)|"
+                     # a session's temporary table (logged where its session binlogs statements; MySQL writes
+                     # DROP /*!40005 TEMPORARY */ TABLE at its end): never the table of that name others see
+                     r"CREATE\s+TEMPORARY\s|DROP\s+(?:/\*!\d+\s+)?TEMPORARY\s)", re.I | re.S)
 
 
 _SCHEMA_DDL = re.compile(r"\s*(CREATE|DROP)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
