@@ -164,3 +164,22 @@ def test_mysql_binary_json_with_temporal_values() -> None:
     doc = {b"at": dt.datetime(2024, 1, 2, 3, 4, 5, 6), b"d": dt.date(2024, 1, 2),
            b"t": [dt.timedelta(hours=-1, microseconds=5)]}
     assert to_datum(doc) == '{"at": "2024-01-02 03:04:05.000006", "d": "2024-01-02", "t": ["-00:59:59.999995"]}'
+
+
+def test_latin1_text_with_minimal_row_metadata(mariadb) -> None:
+    """With binlog_row_metadata=MINIMAL the table map still gives each string column's character set; the
+    tracked definition fills in only what it lacks (a latin1 table's text was decoded as UTF-8: 'café' failed)."""
+    db = mariadb.fresh_db("latin1_db")
+    mariadb.run("CREATE TABLE l (id INT PRIMARY KEY, v VARCHAR(10)) DEFAULT CHARSET=latin1", db=db)
+    mariadb.run("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+    try:
+        src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))
+        mariadb.run("SET NAMES utf8mb4", "INSERT INTO l VALUES (1, 'Ã©')", "ALTER TABLE l ADD COLUMN w VARCHAR(10)",
+                    "INSERT INTO l VALUES (2, 'Ã©', 'Ã©')", db=db)
+        txs = drain(src)
+        src.close()
+    finally:
+        mariadb.run("SET GLOBAL binlog_row_metadata = 'FULL'")
+    # C3 A9 in latin1: two characters, not UTF-8's é; `w` added by an ALTER the capture tracked
+    assert [e.after for _, evs in txs for e in evs if e.kind is Kind.INSERT] == [
+        {"id": 1, "v": "Ã©"}, {"id": 2, "v": "Ã©", "w": "Ã©"}]

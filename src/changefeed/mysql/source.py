@@ -226,7 +226,8 @@ class BinlogSource:
             ct = d.type
             if ct.family.value == "bytes":
                 c.character_set_name = "binary"
-            elif ct.family.value in ("string", "json", "enum", "set"):
+            elif ct.family.value in ("string", "json", "enum", "set") and not c.character_set_name:
+                # (MINIMAL metadata still gives a string column's character set: the tracked one only fills in)
                 c.character_set_name = "utf8mb4" if (ct.charset or "utf8mb4").startswith("utf8") else ct.charset
             if ct.family.value == "enum":
                 c.enum_values = ["", *ct.elements]

@@ -60,9 +60,10 @@ class SchemaTracker:
     def put(self, table: TableInfo) -> None:
         """Store a definition learned elsewhere (a bootstrap, a protocol that carries it)."""
         old = self._tables.get(_key(table.schema, table.table))
-        self._tables[_key(table.schema, table.table)] = _Entry(
-            table, *((old.charset, old.collate) if old else (None, None))
-        )
+        # the table's default charset, for the columns a later ALTER adds: the definition's own where it says it
+        # (a CREATE TABLE read back), else what was known
+        keep = (table.charset, None) if table.charset else (old.charset, old.collate) if old else (None, None)
+        self._tables[_key(table.schema, table.table)] = _Entry(table, *keep)
 
     def tables(self) -> list[TableInfo]:
         return [e.table for e in self._tables.values()]

@@ -252,7 +252,7 @@ class _Work:
             col.default = stored_default(col.type, col.default)
         ordered = ([pk] if pk else []) + [i for i in self.idxs if not i.primary]
         indexes = [Index(i.name, [c.name for c in i.cols], i.primary, i.unique or i.primary) for i in ordered]
-        return TableInfo(schema, table, columns, indexes, table_id=table_id, version=version)
+        return TableInfo(schema, table, columns, indexes, table_id=table_id, version=version, charset=self.charset)
 
 
 def _strip_charset(type_text: str) -> str:
