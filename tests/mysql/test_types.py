@@ -183,3 +183,28 @@ def test_latin1_text_with_minimal_row_metadata(mariadb) -> None:
     # C3 A9 in latin1: two characters, not UTF-8's é; `w` added by an ALTER the capture tracked
     assert [e.after for _, evs in txs for e in evs if e.kind is Kind.INSERT] == [
         {"id": 1, "v": "Ã©"}, {"id": 2, "v": "Ã©", "w": "Ã©"}]
+
+
+def test_negative_times_with_a_fraction_from_the_binlog(mariadb) -> None:
+    """TIME2 keeps a negative value as one signed number (its fraction counted down from the next second), which
+    mysql-replication splits into whole seconds and a fraction read as if positive; every fsp back to the value."""
+    db = mariadb.fresh_db("neg_time_db")
+    values = ["-00:00:01.25", "-12:34:56.1", "-00:00:00.5", "-838:59:58.999999", "-01:00:00.001", "-00:01:00.5",
+              "00:00:01.25"]
+    cols = "t1 TIME(1), t2 TIME(2), t3 TIME(3), t4 TIME(4), t5 TIME(5), t6 TIME(6)"
+    row = "INSERT INTO nt VALUES ({}, '{v}', '{v}', '{v}', '{v}', '{v}', '{v}')"
+    mariadb.run(f"CREATE TABLE nt (id INT PRIMARY KEY, {cols})",  # ids 100...: read by the snapshot's SELECT
+                *(row.format(100 + i, v=v) for i, v in enumerate(values)), db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))
+    mariadb.run(*(row.format(i, v=v) for i, v in enumerate(values)), db=db)
+    want = {}
+    with mariadb.admin(db).cursor() as cur:  # the server's own text of each stored value
+        cur.execute("SELECT id, CAST(t1 AS CHAR), CAST(t2 AS CHAR), CAST(t3 AS CHAR), CAST(t4 AS CHAR), "
+                    "CAST(t5 AS CHAR), CAST(t6 AS CHAR) FROM nt")
+        for rid, *texts in cur.fetchall():
+            want[rid] = dict(zip(("t1", "t2", "t3", "t4", "t5", "t6"), texts, strict=True))
+    txs = drain(src)
+    src.close()
+    got = {e.after["id"]: {k: v for k, v in e.after.items() if k != "id"}
+           for _, evs in txs for e in evs if e.kind is Kind.INSERT}
+    assert len(got) == 2 * len(values) and got == want

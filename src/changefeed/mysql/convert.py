@@ -35,12 +35,17 @@ def _datetime_text(v: Any, fsp: int) -> str:
     return str(v)
 
 
-def _time_text(v: Any, fsp: int) -> str:
+def _time_text(v: Any, fsp: int, *, column: bool = False) -> str:
+    """A TIME's text; `column`: a TIME2 column's value as mysql-replication reads it, whose negative value with a
+    fraction comes with the fraction counted from the other end of the second (TIME2 keeps the value as one
+    signed number, the reader takes its fraction apart as if positive: -00:00:01.25 arrives as -00:00:01.75)."""
     if isinstance(v, _dt.timedelta):
         us = v.days * 86_400_000_000 + v.seconds * 1_000_000 + v.microseconds
         sign = "-" if us < 0 else ""
         us = abs(us)
         secs, frac = divmod(us, 1_000_000)
+        if column and sign and frac:
+            frac = 1_000_000 - frac
         h, rest = divmod(secs, 3600)
         m, s = divmod(rest, 60)
         return f"{sign}{h:02d}:{m:02d}:{s:02d}" + _fraction(frac, fsp)
@@ -74,16 +79,18 @@ def _null(why: str | None) -> Any:
     return None
 
 
-def converter(col: Column) -> tuple[Convert, OnNone]:
-    """The functions from a binlog value of `col` (not None) to its datum, and from a None to its datum (the
-    reader gives None for a NULL, and also for a zero date or an empty SET, telling why)."""
+def converter(col: Column, *, binlog: bool = False) -> tuple[Convert, OnNone]:
+    """The functions from a value of `col` (not None) to its datum, and from a None to its datum (the reader
+    gives None for a NULL, and also for a zero date or an empty SET, telling why). `binlog`: as mysql-replication
+    reads a row event (not as a SELECT gives it), with its readings of YEAR 0, the zero TIMESTAMP and negative
+    TIME2 values put right."""
     t = col.type
     fam = t.family
     norm = col.store_defined
     fsp = t.fsp
-    if fam is Family.YEAR:  # the reader adds 1900 to the stored byte: YEAR 0 arrives as 1900, no YEAR of its own
+    if fam is Family.YEAR and binlog:  # the reader adds 1900 to the stored byte: YEAR 0 arrives as 1900
         return (lambda v: norm(0 if v == 1900 else v)), _null
-    if fam in (Family.INT, Family.FLOAT, Family.ENUM):
+    if fam in (Family.INT, Family.FLOAT, Family.YEAR, Family.ENUM):
         return norm, _null
     if fam is Family.DECIMAL:
         return (lambda v: norm(format(v, "f") if isinstance(v, Decimal) else str(v))), _null
@@ -92,14 +99,14 @@ def converter(col: Column) -> tuple[Convert, OnNone]:
             (lambda why: "0000-00-00" if why and "range" in why else None)
     if fam in (Family.DATETIME, Family.TIMESTAMP):
         zero = "0000-00-00 00:00:00" + _fraction(0, fsp)
-        if fam is Family.TIMESTAMP:
+        if fam is Family.TIMESTAMP and binlog:
             # the reader takes a TIMESTAMP's seconds since the epoch as they are: the zero TIMESTAMP (0, which no
             # other TIMESTAMP is: their range starts a second later) arrives as 1970-01-01 00:00:00
             return (lambda v: zero if v == _EPOCH else norm(_datetime_text(v, fsp))), \
                 (lambda why: zero if why and "range" in why else None)
         return (lambda v: norm(_datetime_text(v, fsp))), (lambda why: zero if why and "range" in why else None)
     if fam is Family.TIME:
-        return (lambda v: norm(_time_text(v, fsp))), _null
+        return (lambda v: norm(_time_text(v, fsp, column=binlog))), _null
     if fam is Family.JSON:
 
         def js(v: Any) -> Any:
@@ -163,10 +170,10 @@ def converter(col: Column) -> tuple[Convert, OnNone]:
 class RowConverter:
     """Rows of one table definition: values in the binlog's column order -> {name: datum}."""
 
-    def __init__(self, table: TableInfo) -> None:
+    def __init__(self, table: TableInfo, *, binlog: bool = False) -> None:
         self.table = table
         self.names = [c.name for c in table.columns]
-        pairs = [converter(c) for c in table.columns]
+        pairs = [converter(c, binlog=binlog) for c in table.columns]
         self.convs = [p[0] for p in pairs]
         self.nones = [p[1] for p in pairs]
         self.cols = list(zip(self.names, self.convs, self.nones, strict=True))

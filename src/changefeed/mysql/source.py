@@ -187,7 +187,7 @@ class BinlogSource:
     def _conv(self, t: TableInfo) -> RowConverter:
         hit = self._converters.get(id(t))
         if hit is None or hit[0] is not t:
-            hit = (t, RowConverter(t))
+            hit = (t, RowConverter(t, binlog=True))
             self._converters[id(t)] = hit
         return hit[1]
 
