@@ -234,3 +234,24 @@ def test_a_sessions_temporary_table_is_not_the_table_of_its_name(mariadb) -> Non
     assert [e.ddl_type for e in events if e.kind is Kind.DDL] == ["ActionCreateTable"]  # the snapshot's
     [ins] = [e for e in events if e.kind is Kind.INSERT]
     assert ins.after == {"id": 1, "v": "a"} and [c.name for c in ins.table.columns] == ["id", "v"]
+
+
+def test_xa_transactions_land_at_their_commit_and_not_after_a_rollback(mariadb) -> None:
+    """An XA transaction's rows are logged at its XA PREPARE and count at its XA COMMIT, a later event: they
+    come out then, with that commit's ts, after the transactions committed in between; an XA ROLLBACK drops them.
+    (Read as plain rows, a prepared transaction's rows joined the next transaction, a rolled-back one's too.)"""
+    db = mariadb.fresh_db("xa_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY)", db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*")))
+    mariadb.run("XA START 'x1'", "INSERT INTO t VALUES (1)", "XA END 'x1'", "XA PREPARE 'x1'", db=db)
+    mariadb.run("INSERT INTO t VALUES (2)", db=db)
+    mariadb.run("XA COMMIT 'x1'", db=db)
+    mariadb.run("XA START 'x2'", "INSERT INTO t VALUES (3)", "XA END 'x2'", "XA PREPARE 'x2'", db=db)
+    mariadb.run("XA ROLLBACK 'x2'", db=db)
+    mariadb.run("XA START 'x3'", "INSERT INTO t VALUES (4)", "XA END 'x3'", "XA COMMIT 'x3' ONE PHASE", db=db)
+    txs = drain(src)
+    src.close()
+    got = [[e.after["id"] for e in evs if e.kind is Kind.INSERT] for _, evs in txs]
+    assert [g for g in got if g] == [[2], [1], [4]]
+    ts = [t for t, evs in txs if any(e.kind is Kind.INSERT for e in evs)]
+    assert ts == sorted(ts) and len(set(ts)) == 3

@@ -25,7 +25,7 @@ from . import server
 from .checkpoint import Checkpoint, Position, load_checkpoint
 from .convert import RowConverter
 from .server import SourceError, live_state
-from .statements import DML, NOT_DDL, SAVEPOINT, TXN_CONTROL, ddl_events, query_text, split_multi_table
+from .statements import DML, NOT_DDL, SAVEPOINT, TXN_CONTROL, XA, ddl_events, query_text, split_multi_table, xa_xid
 from .uri import MySQLURI
 
 __all__ = ["BinlogSource", "CommitClock", "Transaction", "live_state", "load_checkpoint", "mysql_events",
@@ -91,6 +91,8 @@ class BinlogSource:
         self.clock = CommitClock(resume.last_ts if resume else 0)
         self.position: Position | None = resume.position if resume else None
         self._converters: dict[int, tuple[TableInfo, RowConverter]] = {}
+        # XA transactions prepared, not yet committed nor rolled back: their rows, by XID (statements.xa_xid)
+        self._prepared: dict[tuple[bytes, bytes, int], list[Event]] = {}
         self._stream: Any = None
         self.stats = {"events": 0, "rows": 0, "transactions": 0}
         self._read: server.ConsistentRead | None = None
@@ -159,9 +161,9 @@ class BinlogSource:
         events = [QueryEvent, XidEvent, RotateEvent, TableMapEvent, WriteRowsEvent, UpdateRowsEvent,
                   DeleteRowsEvent, MariadbGtidEvent, HeartbeatLogEvent]
         try:
-            from pymysqlreplication.event import GtidEvent
+            from pymysqlreplication.event import GtidEvent, XAPrepareEvent
 
-            events.append(GtidEvent)
+            events += [GtidEvent, XAPrepareEvent]
         except ImportError:  # pragma: no cover
             pass
         # file/pos resume works for both flavors (with is_mariadb=True the reader ignores log_file/log_pos)
@@ -276,6 +278,11 @@ class BinlogSource:
             if isinstance(ev, MariadbGtidEvent):
                 gtid = ev.gtid
                 continue
+            if type(ev).__name__ == "XAPrepareEvent" and not ev.one_phase:
+                # XA PREPARE: the rows wait for their XA COMMIT (a later event, maybe far later), or go with XA ROLLBACK
+                self._prepared[(ev.xid_gtrid, ev.xid_bqual, ev.xid_format_id)] = open_tx.events if open_tx else []
+                open_tx = None
+                continue
             if isinstance(ev, TableMapEvent):
                 if self.uri.wants(ev.schema, ev.table):
                     self._check_table_map(ev)
@@ -308,13 +315,30 @@ class BinlogSource:
                 continue
             end = False
             ddl: list[Event] = []
-            if isinstance(ev, XidEvent):
+            if isinstance(ev, XidEvent) or type(ev).__name__ == "XAPrepareEvent":  # (the latter: XA ... ONE PHASE)
                 end = True
             elif isinstance(ev, QueryEvent):
                 q = query_text(ev)
                 m = TXN_CONTROL.match(q)
                 if m:
                     word = m.group(1).upper()
+                    xa = XA.match(q)
+                    if xa is not None:
+                        verb, xid = xa.group(1).upper(), xa_xid(q[xa.end():])
+                        if verb in ("START", "BEGIN"):  # (MySQL logs it; MariaDB starts with the GTID alone)
+                            open_tx = _Open()
+                            continue
+                        if verb == "ROLLBACK" and xid is not None:
+                            self._prepared.pop(xid, None)
+                            continue
+                        if verb != "COMMIT" or xid is None:
+                            continue  # XA END: the prepare follows
+                        if xid not in self._prepared:
+                            raise SourceError(f"binlog {self._here()}: XA COMMIT of a transaction prepared before "
+                                              "the capture's start position: its rows are before that position "
+                                              "(start the capture before its XA PREPARE)")
+                        open_tx = _Open(self._prepared.pop(xid))
+                        word = "COMMIT"
                     if word == "BEGIN":
                         open_tx = _Open()
                         continue

@@ -19,6 +19,25 @@ from .uri import SYSTEM_SCHEMAS, MySQLURI
 DML = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.I | re.S)
 # SAVEPOINT sp / ROLLBACK [WORK] TO [SAVEPOINT] sp (group 1: which, group 2: the name, maybe quoted)
 SAVEPOINT = re.compile(r"\s*(SAVEPOINT|ROLLBACK(?:\s+WORK)?\s+TO)\s+(?:SAVEPOINT\s+)?(`(?:[^`]|``)+`|\S+)", re.I)
+XA = re.compile(r"\s*XA\s+(START|BEGIN|END|COMMIT|ROLLBACK|PREPARE)\b", re.I)
+_XID_PART = r"\s*(?:X'([0-9a-fA-F]*)'|'((?:[^'\\]|\\.|'')*)')"
+
+
+def xa_xid(text: str) -> tuple[bytes, bytes, int] | None:
+    """An XA statement's XID (gtrid, bqual, formatID) from the text after its verb: `X'6131',X'',1` as the
+    server logs it, or `'a1'[,'b'[,1]]` as a client writes it; None where there is none."""
+    m = re.match(_XID_PART + f"(?:\\s*,{_XID_PART}(?:\\s*,\\s*(\\d+))?)?", text)
+    if m is None:
+        return None
+
+    def part(hex_: str | None, quoted: str | None) -> bytes:
+        if hex_ is not None:
+            return bytes.fromhex(hex_)
+        return (quoted or "").replace("''", "'").encode("utf-8")
+
+    return part(m.group(1), m.group(2)), part(m.group(3), m.group(4)), int(m.group(5) or 1)
+
+
 TXN_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s+SAVEPOINT)", re.I)
 NOT_DDL = re.compile(r"\s*(?:/\*.*?\*/\s*)*(FLUSH|GRANT|REVOKE|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|SET\s|"
                      r"ANALYZE|OPTIMIZE|CHECK|REPAIR|CREATE\s+(?:DEFINER|FUNCTION|PROCEDURE|TRIGGER|EVENT|"
