@@ -129,3 +129,24 @@ def test_a_capture_killed_mid_stream_and_restarted_loses_nothing(mariadb, tmp_pa
     conn.close()
     st = state.tables[(db, "t")]
     assert sorted((r["id"], r["v"], r["note"]) for r in st.rows.values()) == live
+
+
+def test_an_xa_transaction_prepared_before_the_checkpoint_commits_after_a_restart(mariadb, tmp_path: Path) -> None:
+    """The checkpoint keeps the rows of the XA transactions prepared before its position and not yet ended
+    there: their XA COMMIT, read after a restart, brings them out (its rows lie before the position)."""
+    db = mariadb.fresh_db("resume_xa_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5))", db=db)
+    uri = parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false"))
+    src = BinlogSource(uri)
+    mariadb.run("XA START 'p1'", "INSERT INTO t VALUES (1, 'xa')", "XA END 'p1'", "XA PREPARE 'p1'", db=db)
+    mariadb.run("INSERT INTO t VALUES (2, 'b')", db=db)
+    path = tmp_path / "cp.json"
+    for tx in src.transactions(follow=False):
+        if tx.events:
+            ckpt.save(path, src.checkpoint(tx))  # acknowledged up to the row 2: p1 prepared, not committed
+    src.close()
+    mariadb.run("XA COMMIT 'p1'", db=db)
+    resumed = BinlogSource(uri, resume=ckpt.load(path))
+    again = [tx for tx in resumed.transactions(follow=False) if tx.events]
+    resumed.close()
+    assert [[(e.kind, e.after) for e in tx.events] for tx in again] == [[(Kind.INSERT, {"id": 1, "v": "xa"})]]

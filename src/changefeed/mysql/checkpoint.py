@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from ..config import ConfigError
-from ..eventline import table_from_json, table_to_json
-from ..model import TableInfo
+from ..eventline import EventReader, event_to_obj, table_from_json, table_to_json
+from ..model import Event, TableInfo
 from .uri import MySQLURI
 
 
@@ -43,6 +43,9 @@ class Checkpoint:
     position: Position
     last_ts: int  # the commit ts given to the last transaction before the position (ts stay increasing)
     tables: list[TableInfo] = field(default_factory=list)
+    # XA transactions prepared before the position and not yet ended there: their rows, by XID (gtrid, bqual,
+    # formatID); their XA COMMIT, after the position, brings them out on a resume
+    prepared: dict[tuple[bytes, bytes, int], list[Event]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         obj: dict[str, Any] = {
@@ -50,6 +53,9 @@ class Checkpoint:
             "last_ts": self.last_ts,
             "tables": [table_to_json(t) for t in self.tables],
         }
+        if self.prepared:
+            obj["xa_prepared"] = [{"xid": [g.hex(), b.hex(), f], "events": [event_to_obj(e) for e in evs]}
+                                  for (g, b, f), evs in self.prepared.items()]
         return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
 
 
@@ -72,7 +78,10 @@ def load(path: Path) -> Checkpoint | None:
         p = obj["position"]
         pos = Position(str(p["file"]), int(p["pos"]), p.get("gtid"))
         tables = [table_from_json(t, f"tables[{i}]") for i, t in enumerate(obj.get("tables", []))]
-        return Checkpoint(pos, int(obj["last_ts"]), tables)
+        reader = EventReader()
+        prepared = {(bytes.fromhex(x["xid"][0]), bytes.fromhex(x["xid"][1]), int(x["xid"][2])):
+                    [reader.from_obj(e) for e in x["events"]] for x in obj.get("xa_prepared", [])}
+        return Checkpoint(pos, int(obj["last_ts"]), tables, prepared)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {path}: unreadable ({e}); remove it to start from the current position") \
             from None

@@ -41,6 +41,7 @@ class Transaction:
     commit_ts: int
     partial: bool = False  # a piece (of a snapshot, of a multi-table statement): its position is reached only
     # once the last piece is out, so no checkpoint is taken after it
+    prepared: dict[tuple[bytes, bytes, int], list[Event]] | None = None  # XA transactions pending at the position
 
 
 @dataclass
@@ -92,7 +93,7 @@ class BinlogSource:
         self.position: Position | None = resume.position if resume else None
         self._converters: dict[int, tuple[TableInfo, RowConverter]] = {}
         # XA transactions prepared, not yet committed nor rolled back: their rows, by XID (statements.xa_xid)
-        self._prepared: dict[tuple[bytes, bytes, int], list[Event]] = {}
+        self._prepared: dict[tuple[bytes, bytes, int], list[Event]] = dict(resume.prepared) if resume else {}
         self._stream: Any = None
         self.stats = {"events": 0, "rows": 0, "transactions": 0}
         self._read: server.ConsistentRead | None = None
@@ -144,7 +145,7 @@ class BinlogSource:
         self.position = pos
 
     def checkpoint(self, tx: Transaction) -> Checkpoint:
-        return Checkpoint(tx.position, tx.commit_ts, self.tracker.tables())
+        return Checkpoint(tx.position, tx.commit_ts, self.tracker.tables(), dict(tx.prepared or {}))
 
     # --- the stream -----------------------------------------------------------------------------------------
     def _open_stream(self, pos: Position, blocking: bool) -> Any:
@@ -378,13 +379,14 @@ class BinlogSource:
                 for i, e in enumerate(ddl):
                     e.commit_ts = self.clock.next(ev.timestamp * 1000)
                     last = i == len(ddl) - 1
-                    yield Transaction([e], self.position if last else before, e.commit_ts, partial=not last)
+                    yield Transaction([e], self.position if last else before, e.commit_ts, partial=not last,
+                                      prepared=dict(self._prepared) if last and self._prepared else None)
             else:
                 ts = self.clock.next(ev.timestamp * 1000) if events else self.clock.last
                 for e in events:
                     e.commit_ts = ts
                 self.stats["rows"] += len(events)
-                yield Transaction(events, self.position, ts)
+                yield Transaction(events, self.position, ts, prepared=dict(self._prepared) if self._prepared else None)
             if until is not None and self.position.key() >= until.key():
                 return
 
