@@ -54,3 +54,17 @@ def test_action_numbers_are_tidbs(action, number):
 
     assert ACTIONS[action] == number
     assert len(set(ACTIONS.values())) == len(ACTIONS)  # no two actions share a number
+
+
+@pytest.mark.parametrize("query", ["ALTER TABLE t ADD VECTOR INDEX idx ((VEC_COSINE_DISTANCE(v))) USING HNSW",
+                                   "CREATE VECTOR INDEX idx ON t ((VEC_L2_DISTANCE(v)))",
+                                   "ALTER TABLE t ADD COLUMNAR INDEX idx (c) USING INVERTED"])
+def test_a_vector_index_is_tidbs_action_73(query):
+    """TiDB's ADD VECTOR INDEX is its own job (ActionAddVectorIndex, 73; named ActionAddColumnarIndex since):
+    not an ADD COLUMN, and canal-json's and the simple protocol's QUERY, as TiCDC's default branches give it."""
+    from changefeed.ddl import ACTIONS, action_from_query, canal_type, check_action, simple_type
+
+    action = action_from_query(query)
+    assert action == "ActionAddColumnarIndex" and ACTIONS[action] == 73
+    assert check_action("ActionAddVectorIndex") == action  # its earlier name
+    assert canal_type(action) == "QUERY" and simple_type(action) == "QUERY"

@@ -81,6 +81,7 @@ ACTIONS: dict[str, int] = {
     "ActionDropResourceGroup": 70,
     "ActionAlterTablePartitioning": 71,
     "ActionRemovePartitioning": 72,
+    "ActionAddColumnarIndex": 73,  # TiDB's vector index job, named ActionAddVectorIndex before (ALIASES)
 }
 
 # canal's EventType for each action (tiflow canal_entry.go convertDdlEventType); anything else is QUERY.
@@ -125,7 +126,13 @@ def simple_type(action: str) -> str:
     return _SIMPLE_TYPES.get(action, "QUERY")
 
 
+# earlier names TiDB gave an action
+ALIASES = {"ActionAddVectorIndex": "ActionAddColumnarIndex"}
+
+
 def check_action(name: str) -> str:
+    """The action's name (an earlier name: the current one), or UnknownDDLType."""
+    name = ALIASES.get(name, name)
     if name not in ACTIONS:
         raise UnknownDDLType(f"unknown DDL type {name!r}: expected a TiDB action name such as ActionCreateTable")
     return name
@@ -225,6 +232,7 @@ _ALTER_SPEC_TEXTS: tuple[tuple[str, str], ...] = (
     (r"^ADD\s+(CONSTRAINT\s+(`[^`]*`|\w+)\s+)?FOREIGN\s+KEY\b", "ActionAddForeignKey"),
     (r"^ADD\s+(CONSTRAINT\s+(`[^`]*`|\w+)\s+)?CHECK\b", "ActionAddCheckConstraint"),
     (r"^ADD\s+(CONSTRAINT\s+(`[^`]*`|\w+)\s+)?(UNIQUE|INDEX|KEY|FULLTEXT|SPATIAL)\b", "ActionAddIndex"),
+    (r"^ADD\s+(VECTOR|COLUMNAR)\s+(INDEX|KEY)\b", "ActionAddColumnarIndex"),
     (r"^ADD\s+PARTITION\b", "ActionAddTablePartition"),
     (r"^ADD\b", "ActionAddColumn"),
     (r"^DROP\s+PRIMARY\s+KEY\b", "ActionDropPrimaryKey"),
@@ -264,6 +272,7 @@ _STATEMENT_TEXTS: tuple[tuple[str, str], ...] = (
     (r"^CREATE\s+(GLOBAL\s+)?(TEMPORARY\s+)?TABLE\b", "ActionCreateTable"),
     (r"^DROP\s+(TEMPORARY\s+)?TABLES?\b", "ActionDropTable"),
     (r"^TRUNCATE\b", "ActionTruncateTable"),
+    (r"^CREATE\s+(VECTOR|COLUMNAR)\s+INDEX\b", "ActionAddColumnarIndex"),
     (r"^CREATE\s+(UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?INDEX\b", "ActionAddIndex"),
     (r"^DROP\s+INDEX\b", "ActionDropIndex"),
     (r"^CREATE\s+SEQUENCE\b", "ActionCreateSequence"),
