@@ -255,3 +255,19 @@ def test_xa_transactions_land_at_their_commit_and_not_after_a_rollback(mariadb) 
     assert [g for g in got if g] == [[2], [1], [4]]
     ts = [t for t, evs in txs if any(e.kind is Kind.INSERT for e in evs)]
     assert ts == sorted(ts) and len(set(ts)) == 3
+
+
+def test_a_rollback_to_a_savepoint_set_before_any_row(mariadb) -> None:
+    """A savepoint set before the transaction logged anything: its ROLLBACK TO undoes every row logged so far
+    (also where a server leaves such a SAVEPOINT out of the binlog: a ROLLBACK TO a savepoint never seen goes
+    back to the transaction's start)."""
+    db = mariadb.fresh_db("savepoint_first_db")
+    mariadb.run("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB", "CREATE TABLE m (id INT PRIMARY KEY) "
+                "ENGINE=MyISAM", db=db)
+    src = BinlogSource(parse_mysql_uri(mariadb.uri(f"{db}.*", snapshot="false")))
+    mariadb.run("BEGIN", "SAVEPOINT sp", "INSERT INTO t VALUES (1)", "INSERT INTO m VALUES (1)",
+                "ROLLBACK TO SAVEPOINT sp", "INSERT INTO t VALUES (2)", "COMMIT", db=db)
+    txs = drain(src)
+    src.close()
+    assert sorted(e.after["id"] for _, evs in txs for e in evs if e.kind is Kind.INSERT and e.table.table == "t") \
+        == [2]

@@ -351,8 +351,8 @@ class BinlogSource:
                         name = point.group(2).strip("`").lower()
                         if open_tx is not None and point.group(1).upper() == "SAVEPOINT":
                             open_tx.savepoints[name] = len(open_tx.events)
-                        elif open_tx is not None and name in open_tx.savepoints:
-                            del open_tx.events[open_tx.savepoints[name]:]
+                        elif open_tx is not None:  # (a savepoint set before anything was logged is not logged)
+                            del open_tx.events[open_tx.savepoints.get(name, 0):]
                         continue
                     if word == "ROLLBACK":
                         open_tx = None
