@@ -12,7 +12,7 @@ from .. import table_features as features
 from ..types import typed
 from .ddldriver import DriverDdl
 from .ddlplan import AddColumn, ChangeType, Ddl, plan_columns
-from .options import DEAD_LETTER_SCHEMA, END_AT, START_AT, q, sql_string
+from .options import DEAD_LETTER_SCHEMA, END_AT, START_AT, WRITE_ATTEMPTS, conflicted, q, sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -66,19 +66,32 @@ class DdlApplier:
 
     def apply(self, d: Ddl, version: int) -> None:
         """A DDL applied as the table's commit `version`; a failure stops the consumer, or with
-        on_ddl_error=skip is recorded among the dead letters."""
-        try:
-            self._ddl(d, version)
-        except ApplyError as e:
-            if self.o.on_ddl_error == "stop":
-                raise
-            self.record_skipped(d, str(e))
-        except Exception as e:  # Delta refused it
-            reason = f"cannot apply DDL at commit ts {d.commit_ts} ({d.query}): {type(e).__name__}: " \
-                     f"{str(e).splitlines()[0] if str(e) else ''}"
-            if self.o.on_ddl_error == "stop":
-                raise ApplyError(reason + " (on-ddl-error=skip records it and goes on)") from e
-            self.record_skipped(d, reason)
+        on_ddl_error=skip is recorded among the dead letters. Another writer's commit that came first (a user's
+        OPTIMIZE or DELETE beside the stream: Delta's conflict checker refuses ours, nothing of it committed) has
+        it applied again on the table's new version, as a MERGE is (`tablewrites`); a step it had committed is
+        found done by its txn version."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self._ddl(d, version)
+                return
+            except ApplyError as e:
+                if self.o.on_ddl_error == "stop":
+                    raise
+                self.record_skipped(d, str(e))
+                return
+            except Exception as e:
+                if attempt + 1 < WRITE_ATTEMPTS and conflicted(e):
+                    continue
+                self._refused(d, e)
+                return
+
+    def _refused(self, d: Ddl, e: Exception) -> None:
+        """Delta refused the DDL: the consumer stops, or with on_ddl_error=skip it is recorded."""
+        reason = f"cannot apply DDL at commit ts {d.commit_ts} ({d.query}): {type(e).__name__}: " \
+                 f"{str(e).splitlines()[0] if str(e) else ''}"
+        if self.o.on_ddl_error == "stop":
+            raise ApplyError(reason + " (on-ddl-error=skip records it and goes on)") from e
+        self.record_skipped(d, reason)
 
     def record_skipped(self, d: Ddl, reason: str) -> None:
         row = [(f"ddl@{d.commit_ts}", -1, -1, None, d.query.encode(), reason, -1)]

@@ -16,6 +16,19 @@ CHANGELOG_STATS = "_batch,commit_ts,topic,partition,offset"  # the changelog col
 DEAD_LETTER_STATS = "topic,partition,offset,_batch"
 
 
+# Delta's conflicts with another writer's commit (a user's OPTIMIZE, DELETE or UPDATE beside the stream): nothing of
+# the failed attempt was committed, and the operation planned again on the table's new version may commit
+CONCURRENT_ERRORS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+                     "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE")
+WRITE_ATTEMPTS = 5  # an operation tried again after such conflicts at most so many times in all
+
+
+def conflicted(e: BaseException) -> bool:
+    """Whether `e` is Delta's refusal of a commit that another writer's commit came before (`CONCURRENT_ERRORS`)."""
+    text = str(e)
+    return any(c in text for c in CONCURRENT_ERRORS)
+
+
 def q(name: str) -> str:
     """A quoted SQL identifier."""
     return "`" + name.replace("`", "``") + "`"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ddldriver import DriverDdl
 from .multiwrite import MultiWriter, Planned
-from .options import END_AT, START_AT
+from .options import END_AT, START_AT, WRITE_ATTEMPTS, conflicted
 from .scd1 import merge_scd1
 from .scd2 import merge_scd2
 
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from .segments import DdlStep, TableWrite
 
 
-MERGE_ATTEMPTS = 5
-# Delta's conflicts with another writer's commit, after which the MERGE, planned again, may commit
-_CONCURRENT = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
-               "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE")
 
 
 class TableWriters:
@@ -118,10 +114,10 @@ class TableWriters:
         DELETE or UPDATE) came between its read and its commit (Delta's conflict checker says so, and nothing of
         it was committed): the stream does not stop for another writer."""
         merge = merge_scd1 if self.o.scd_type == 1 else merge_scd2
-        for attempt in range(MERGE_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
             try:
                 merge(self.store, self.proj, self.o, p.t, p.path, p.write.rows, p.cols, p.write.version)
                 return
             except Exception as e:
-                if attempt + 1 == MERGE_ATTEMPTS or not any(c in str(e) for c in _CONCURRENT):
+                if attempt + 1 == WRITE_ATTEMPTS or not conflicted(e):
                     raise
