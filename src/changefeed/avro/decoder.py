@@ -193,12 +193,13 @@ class AvroDecoder:
                 raise ValueError(text)
         except (TypeError, ValueError):
             raise DecodeError(f"{text!r} is not an unsigned integer", field=fld) from None
-        cs = RowChecksum(**{"previous" if previous else "current": want & 0xFFFFFFFF},
-                         version=rec.get("_tidb_checksum_version") or 0, corrupted=bool(rec.get("_tidb_corrupted")))
+        side = "previous" if previous else "current"
+        cs = RowChecksum(**{side: want & 0xFFFFFFFF}, version=rec.get("_tidb_checksum_version") or 0,
+                         corrupted=bool(rec.get("_tidb_corrupted")))
         if cs.corrupted:
             raise DecodeError(f"row marked corrupted by TiCDC (_tidb_corrupted) for {where}", field="_tidb_corrupted")
         try:
-            bad = mismatches(t, (("previous" if previous else "current", row, want),), self.config.time_zone)
+            bad = mismatches(t, ((side, row, want),), self.config.time_zone)
         except ValueError_ as e:
             raise DecodeError(f"cannot compute the row checksum for {where}: {e}", field=fld) from None
         if bad is not None:

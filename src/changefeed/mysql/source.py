@@ -145,7 +145,7 @@ class BinlogSource:
         self.position = pos
 
     def checkpoint(self, tx: Transaction) -> Checkpoint:
-        return Checkpoint(tx.position, tx.commit_ts, self.tracker.tables(), dict(tx.prepared or {}))
+        return Checkpoint(tx.position, tx.commit_ts, self.tracker.tables(), tx.prepared or {})
 
     # --- the stream -----------------------------------------------------------------------------------------
     def _open_stream(self, pos: Position, blocking: bool) -> Any:
@@ -155,16 +155,17 @@ class BinlogSource:
             MariadbGtidEvent,
             QueryEvent,
             RotateEvent,
+            XAPrepareEvent,
             XidEvent,
         )
         from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-        events = [QueryEvent, XidEvent, RotateEvent, TableMapEvent, WriteRowsEvent, UpdateRowsEvent,
+        events = [QueryEvent, XidEvent, XAPrepareEvent, RotateEvent, TableMapEvent, WriteRowsEvent, UpdateRowsEvent,
                   DeleteRowsEvent, MariadbGtidEvent, HeartbeatLogEvent]
         try:
-            from pymysqlreplication.event import GtidEvent, XAPrepareEvent
+            from pymysqlreplication.event import GtidEvent
 
-            events += [GtidEvent, XAPrepareEvent]
+            events.append(GtidEvent)
         except ImportError:  # pragma: no cover
             pass
         # file/pos resume works for both flavors (with is_mariadb=True the reader ignores log_file/log_pos)
@@ -262,7 +263,14 @@ class BinlogSource:
             self._stream = None
 
     def _follow(self, stream: Any, until: Position | None) -> Iterator[Transaction]:
-        from pymysqlreplication.event import HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+        from pymysqlreplication.event import (
+            HeartbeatLogEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            RotateEvent,
+            XAPrepareEvent,
+            XidEvent,
+        )
         from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
         assert self.position is not None
@@ -279,7 +287,7 @@ class BinlogSource:
             if isinstance(ev, MariadbGtidEvent):
                 gtid = ev.gtid
                 continue
-            if type(ev).__name__ == "XAPrepareEvent" and not ev.one_phase:
+            if isinstance(ev, XAPrepareEvent) and not ev.one_phase:
                 # XA PREPARE: the rows wait for their XA COMMIT (a later event, maybe far later), or go with XA ROLLBACK
                 self._prepared[(ev.xid_gtrid, ev.xid_bqual, ev.xid_format_id)] = open_tx.events if open_tx else []
                 open_tx = None
@@ -316,7 +324,7 @@ class BinlogSource:
                 continue
             end = False
             ddl: list[Event] = []
-            if isinstance(ev, XidEvent) or type(ev).__name__ == "XAPrepareEvent":  # (the latter: XA ... ONE PHASE)
+            if isinstance(ev, XidEvent | XAPrepareEvent):  # (the latter: XA ... ONE PHASE)
                 end = True
             elif isinstance(ev, QueryEvent):
                 q = query_text(ev)

@@ -115,14 +115,14 @@ class DriverWrites:
             return groups
         ops_of, names, read = self._operations(mine)
         for g, ops, (key_names, vals, has, by) in zip(mine, ops_of, names, strict=True):
-            parts = self._all_at_once(g, ops, read, key_names, vals, has, by)
+            held_of = [kept if kept is not None else read[p.path] for p, _, kept in g]  # each table's rows now
+            parts = self._all_at_once(g, held_of, ops, key_names, vals, has, by)
             if parts is not None:  # (None: what the driver cannot do for one of them: table by table below)
                 done = [(p, tf) for p, tf, _ in g]
                 self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
                 continue
             parts, done = [], []
-            for (p, tf, kept), o in zip(g, driverfiles.split(ops, TABLE, len(g)), strict=True):
-                held = kept if kept is not None else read[p.path]
+            for (p, tf, _), held, o in zip(g, held_of, driverfiles.split(ops, TABLE, len(g)), strict=True):
                 try:
                     last = drivermerge.last_per_key(o, key_names, by)
                     rows = None if last is None else drivermerge.apply(held, last, self.proj.keys(p.t), key_names,
@@ -138,15 +138,14 @@ class DriverWrites:
                 self._commit(done, parts, None, self._driver_files(done, parts), committed, each)
         return rest
 
-    def _all_at_once(self, g: list[tuple[Planned, TableFiles, pa.Table | None]], ops: pa.Table,
-                     read: dict[str, pa.Table], key_names: list[str], vals: list[str], has: list[str], by: list[str]
+    def _all_at_once(self, g: list[tuple[Planned, TableFiles, pa.Table | None]], held: list[pa.Table],
+                     ops: pa.Table, key_names: list[str], vals: list[str], has: list[str], by: list[str]
                      ) -> list[pa.Table] | None:
         """A group's tables merged at once (`drivermerge.apply_all`), each table's rows; not a few Arrow calls per
         table (~0.45 ms each: a micro-batch of the many-tables stream or a database's first, 1,000 tables, spent
         ~0.5 s there). None where the driver cannot do it as Spark does for one of them (each is then tried alone)."""
         if len(g) < 2:
             return None
-        held = [kept if kept is not None else read[p.path] for p, _, kept in g]
         p, tf = g[0][0], g[0][1]
         try:
             rows = drivermerge.apply_all(held, ops, TABLE, self.proj.keys(p.t), key_names, p.cols, vals, has, by,

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from .segments import DdlStep, TableWrite
 
 
-
-
 class TableWriters:
     """Writes a window step's tables and applies its DDL, for `segments.WindowApplier`."""
 
